@@ -1,0 +1,2 @@
+//! The incremental engine: salsa queries over file inputs, blake3 keys, the
+//! persistent function-result cache and level-by-level parallel scheduling.

@@ -1,0 +1,1 @@
+//! Deckhand-style document layering and substitution.

@@ -1,0 +1,2 @@
+//! Packages on disk: the Kptfile model and its validation, the package tree,
+//! `.krmignore`, and the kyaml-compatible package reader and writer.

@@ -1,0 +1,27 @@
+//! The YAML layer: a go-yaml v3 compatible parser and emitter over one node
+//! model, so that krender reads and writes package files byte-for-byte as kpt
+//! does (see `../shared/spec/yaml-fidelity.md`).
+//!
+//! Pipeline: `scanner` (bytes → tokens, comments included) → `parser`
+//! (tokens → events with comments attached) → `composer` (events → [`Node`]
+//! trees, with go-yaml's comment moves) and back: `encoder` ([`Node`] →
+//! events, tag and quoting decisions) → `emitter` (events → text).
+//! `resolve` holds the implicit-tag rules both directions share; `marshal`
+//! builds nodes the way Go's struct marshaller styles them; `de` decodes typed
+//! config (Kptfile, function configs) from nodes with serde.
+
+pub mod composer;
+pub mod de;
+pub mod emitter;
+pub mod encoder;
+pub mod error;
+pub mod marshal;
+pub mod node;
+pub mod parser;
+pub mod resolve;
+pub mod scanner;
+
+pub use composer::{parse_document, parse_documents};
+pub use encoder::{Encoder, SeqIndent, to_string};
+pub use error::YamlError;
+pub use node::{Node, NodeKind, Style};

@@ -1,0 +1,339 @@
+//! The YAML document model: a tree equivalent to go-yaml v3's `yaml.Node`.
+//!
+//! The parser (`yaml::parser`) builds it, the emitter (`yaml::emitter`) writes
+//! it, and everything else in krender (resources, Kptfiles, function wire
+//! data) edits it. It keeps exactly what go-yaml keeps — kind, style bits, tag,
+//! value, anchor, head/line/foot comments and positions — so that writing it
+//! back produces kpt's bytes.
+//!
+//! Mappings store keys and values alternately in `content`, as go-yaml does;
+//! the helper methods below hide that layout for ordinary edits.
+
+use std::fmt;
+
+/// What sort of node this is (go-yaml `Kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// A document wrapper: exactly one child (the root), plus document-level
+    /// head and foot comments.
+    Document,
+    /// A sequence; `content` holds the items.
+    Sequence,
+    /// A mapping; `content` holds key, value, key, value, ...
+    Mapping,
+    /// A scalar; `value` holds the decoded text.
+    Scalar,
+    /// An alias (`*name`); `value` holds the anchor name it refers to.
+    Alias,
+}
+
+/// Style bits of a node (go-yaml `Style`). Several may be set at once
+/// (`TAGGED | DOUBLE_QUOTED`); the empty set means plain / block.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Style(u8);
+
+impl Style {
+    /// The tag was written explicitly in the source and must be written back.
+    pub const TAGGED: Style = Style(1);
+    /// `"double quoted"` scalar.
+    pub const DOUBLE_QUOTED: Style = Style(2);
+    /// `'single quoted'` scalar.
+    pub const SINGLE_QUOTED: Style = Style(4);
+    /// `|` literal block scalar.
+    pub const LITERAL: Style = Style(8);
+    /// `>` folded block scalar.
+    pub const FOLDED: Style = Style(16);
+    /// `[...]` / `{...}` flow collection.
+    pub const FLOW: Style = Style(32);
+
+    /// No style bits: a plain scalar or a block collection.
+    pub const PLAIN: Style = Style(0);
+
+    /// True if every bit of `other` is set in `self`.
+    pub fn contains(self, other: Style) -> bool {
+        self.0 & other.0 == other.0 && other.0 != 0
+    }
+
+    /// True if no bit is set.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Sets the bits of `other`.
+    pub fn insert(&mut self, other: Style) {
+        self.0 |= other.0;
+    }
+
+    /// Clears the bits of `other`.
+    pub fn remove(&mut self, other: Style) {
+        self.0 &= !other.0;
+    }
+
+    /// The raw bit set.
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+}
+
+impl std::ops::BitOr for Style {
+    type Output = Style;
+    fn bitor(self, rhs: Style) -> Style {
+        Style(self.0 | rhs.0)
+    }
+}
+
+impl fmt::Debug for Style {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = [
+            (Style::TAGGED, "TAGGED"),
+            (Style::DOUBLE_QUOTED, "DOUBLE_QUOTED"),
+            (Style::SINGLE_QUOTED, "SINGLE_QUOTED"),
+            (Style::LITERAL, "LITERAL"),
+            (Style::FOLDED, "FOLDED"),
+            (Style::FLOW, "FLOW"),
+        ];
+        let set: Vec<&str> = names
+            .iter()
+            .filter(|(bit, _)| self.contains(*bit))
+            .map(|(_, name)| *name)
+            .collect();
+        if set.is_empty() {
+            f.write_str("PLAIN")
+        } else {
+            f.write_str(&set.join("|"))
+        }
+    }
+}
+
+/// Well-known short tags.
+pub mod tag {
+    /// `!!str`
+    pub const STR: &str = "!!str";
+    /// `!!int`
+    pub const INT: &str = "!!int";
+    /// `!!float`
+    pub const FLOAT: &str = "!!float";
+    /// `!!bool`
+    pub const BOOL: &str = "!!bool";
+    /// `!!null`
+    pub const NULL: &str = "!!null";
+    /// `!!timestamp`
+    pub const TIMESTAMP: &str = "!!timestamp";
+    /// `!!binary`
+    pub const BINARY: &str = "!!binary";
+    /// `!!merge`
+    pub const MERGE: &str = "!!merge";
+    /// `!!seq`
+    pub const SEQ: &str = "!!seq";
+    /// `!!map`
+    pub const MAP: &str = "!!map";
+}
+
+/// One YAML node, as go-yaml v3 models it. Cloning copies the whole subtree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// The node's kind.
+    pub kind: NodeKind,
+    /// Style bits.
+    pub style: Style,
+    /// Short tag (`!!str`, `!!map`, a custom `!foo`), or empty when unknown
+    /// (nodes built in code; the encoder then infers it).
+    pub tag: String,
+    /// Scalar text with escapes resolved; the anchor name for an alias.
+    pub value: String,
+    /// Anchor name (`&name`) without the `&`, or empty.
+    pub anchor: String,
+    /// Children: document root, sequence items, or alternating map keys and values.
+    pub content: Vec<Node>,
+    /// Comment lines before the node, each starting with `#`, joined by `\n`.
+    pub head_comment: String,
+    /// Comment at the end of the node's line, starting with `#`.
+    pub line_comment: String,
+    /// Comment lines after the node, joined by `\n`.
+    pub foot_comment: String,
+    /// 1-based line of the node in its source piece (0 for nodes built in code).
+    pub line: usize,
+    /// 1-based column of the node in its source piece (0 for nodes built in code).
+    pub column: usize,
+    /// Byte offset of the node's first character in its source piece.
+    pub offset: usize,
+}
+
+impl Node {
+    fn empty(kind: NodeKind, tag: &str) -> Node {
+        Node {
+            kind,
+            style: Style::PLAIN,
+            tag: tag.to_owned(),
+            value: String::new(),
+            anchor: String::new(),
+            content: Vec::new(),
+            head_comment: String::new(),
+            line_comment: String::new(),
+            foot_comment: String::new(),
+            line: 0,
+            column: 0,
+            offset: 0,
+        }
+    }
+
+    /// A new empty block mapping tagged `!!map`.
+    pub fn new_mapping() -> Node {
+        Node::empty(NodeKind::Mapping, tag::MAP)
+    }
+
+    /// A new empty block sequence tagged `!!seq`.
+    pub fn new_sequence() -> Node {
+        Node::empty(NodeKind::Sequence, tag::SEQ)
+    }
+
+    /// A document wrapping `root`.
+    pub fn new_document(root: Node) -> Node {
+        let mut doc = Node::empty(NodeKind::Document, "");
+        doc.content.push(root);
+        doc
+    }
+
+    /// A `!!str` scalar with no style: the encoder quotes it if its text
+    /// would otherwise read back as another type (go-yaml's rule for a
+    /// `Node{Kind: ScalarNode, Tag: "!!str"}`), as kyaml's `NewStringRNode` does.
+    pub fn new_string(value: impl Into<String>) -> Node {
+        let mut node = Node::empty(NodeKind::Scalar, tag::STR);
+        node.value = value.into();
+        node
+    }
+
+    /// A scalar with the given tag and no style.
+    pub fn new_scalar(tag: &str, value: impl Into<String>) -> Node {
+        let mut node = Node::empty(NodeKind::Scalar, tag);
+        node.value = value.into();
+        node
+    }
+
+    /// A scalar with an empty tag: the encoder treats it as untyped text and
+    /// writes it plain where the emitter allows (go-yaml `Node{Kind: ScalarNode}`).
+    pub fn new_untagged_scalar(value: impl Into<String>) -> Node {
+        Node::new_scalar("", value)
+    }
+
+    /// True for a mapping node.
+    pub fn is_mapping(&self) -> bool {
+        self.kind == NodeKind::Mapping
+    }
+
+    /// True for a sequence node.
+    pub fn is_sequence(&self) -> bool {
+        self.kind == NodeKind::Sequence
+    }
+
+    /// True for a scalar node.
+    pub fn is_scalar(&self) -> bool {
+        self.kind == NodeKind::Scalar
+    }
+
+    /// True for a scalar that reads as null (`!!null` tag).
+    pub fn is_null(&self) -> bool {
+        self.kind == NodeKind::Scalar && self.tag == tag::NULL
+    }
+
+    /// The root of a document node, or the node itself for any other kind.
+    pub fn root(&self) -> &Node {
+        match self.kind {
+            NodeKind::Document if !self.content.is_empty() => &self.content[0],
+            _ => self,
+        }
+    }
+
+    /// Mutable form of [`Node::root`].
+    pub fn root_mut(&mut self) -> &mut Node {
+        if self.kind == NodeKind::Document && !self.content.is_empty() {
+            &mut self.content[0]
+        } else {
+            self
+        }
+    }
+
+    /// Iterates a mapping's (key, value) pairs in order; empty for other kinds.
+    pub fn pairs(&self) -> impl Iterator<Item = (&Node, &Node)> {
+        let content: &[Node] = if self.is_mapping() { &self.content } else { &[] };
+        content.chunks_exact(2).map(|pair| (&pair[0], &pair[1]))
+    }
+
+    /// Index in `content` of the first key equal to `key` in a mapping.
+    pub fn key_index(&self, key: &str) -> Option<usize> {
+        if !self.is_mapping() {
+            return None;
+        }
+        (0..self.content.len() / 2)
+            .map(|i| i * 2)
+            .find(|&i| self.content[i].value == key)
+    }
+
+    /// The value of the first entry whose key is `key`, in a mapping.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.key_index(key).map(|i| &self.content[i + 1])
+    }
+
+    /// Mutable form of [`Node::get`].
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
+        self.key_index(key).map(move |i| &mut self.content[i + 1])
+    }
+
+    /// Follows a path of mapping keys.
+    pub fn get_path(&self, path: &[&str]) -> Option<&Node> {
+        path.iter().try_fold(self, |node, key| node.get(key))
+    }
+
+    /// The scalar text at a path of mapping keys.
+    pub fn get_str(&self, path: &[&str]) -> Option<&str> {
+        self.get_path(path)
+            .filter(|node| node.is_scalar())
+            .map(|node| node.value.as_str())
+    }
+
+    /// Sets `key` to `value` in a mapping: replaces the value of an existing
+    /// key in place (keeping the key node, hence its comments), or appends a
+    /// new `!!str` key at the end. Does nothing on non-mappings.
+    pub fn set(&mut self, key: &str, value: Node) {
+        if !self.is_mapping() {
+            return;
+        }
+        match self.key_index(key) {
+            Some(i) => self.content[i + 1] = value,
+            None => {
+                self.content.push(Node::new_string(key));
+                self.content.push(value);
+            }
+        }
+    }
+
+    /// Returns the value for `key`, creating it with `make` (appended at the
+    /// end) when absent. Returns `None` when `self` is not a mapping.
+    pub fn entry_or_insert_with(
+        &mut self,
+        key: &str,
+        make: impl FnOnce() -> Node,
+    ) -> Option<&mut Node> {
+        if !self.is_mapping() {
+            return None;
+        }
+        let i = match self.key_index(key) {
+            Some(i) => i,
+            None => {
+                self.content.push(Node::new_string(key));
+                self.content.push(make());
+                self.content.len() - 2
+            }
+        };
+        Some(&mut self.content[i + 1])
+    }
+
+    /// Removes the first entry for `key` from a mapping and returns its
+    /// (key, value) nodes.
+    pub fn remove(&mut self, key: &str) -> Option<(Node, Node)> {
+        let i = self.key_index(key)?;
+        let value = self.content.remove(i + 1);
+        let key_node = self.content.remove(i);
+        Some((key_node, value))
+    }
+}
