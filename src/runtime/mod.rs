@@ -1,2 +1,69 @@
 //! Function runtimes: one evaluator interface, with builtin, executable and
 //! container evaluators chained by `render.toml`.
+//!
+//! Every evaluator speaks the KRM function protocol at the byte level: it
+//! receives the ResourceList text kpt would write to a function's stdin and
+//! returns what the function wrote to stdout and stderr, plus its exit code.
+//! Builtins therefore go through the same wire round trip as real functions,
+//! which is what keeps their output byte-identical to kpt's (spec §8.7).
+
+use std::time::Duration;
+
+/// What to run and on what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionRequest<'a> {
+    /// What the Kptfile step names.
+    pub target: FunctionTarget<'a>,
+    /// The ResourceList document written to the function's stdin.
+    pub input: &'a [u8],
+    /// Deadline for the whole call.
+    pub timeout: Duration,
+}
+
+/// The function a step names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionTarget<'a> {
+    /// A container image, already expanded with the default catalog prefix.
+    Image(&'a str),
+    /// A local command line (`exec:`), split like a shell would.
+    Exec(&'a str),
+}
+
+/// What a function produced. A non-zero exit code is a value, not an error:
+/// kpt still reads the function's stdout for structured results.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FunctionResponse {
+    /// The function's stdout (a ResourceList on success).
+    pub stdout: Vec<u8>,
+    /// The function's stderr, printed by the renderer.
+    pub stderr: Vec<u8>,
+    /// The process exit code (0 on success).
+    pub exit_code: i32,
+}
+
+/// Why an evaluator could not produce a [`FunctionResponse`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum EvalError {
+    /// This evaluator does not know the function; the chain tries the next one.
+    #[error("{0}")]
+    #[diagnostic(code(krender::runtime::not_found))]
+    NotFound(String),
+    /// The function could not be started or crashed without an exit code.
+    #[error("{0}")]
+    #[diagnostic(code(krender::runtime::execution_failed))]
+    ExecutionFailed(String),
+    /// The function ran past its deadline and was killed.
+    #[error("function timed out after {0:?}")]
+    #[diagnostic(code(krender::runtime::timed_out))]
+    TimedOut(Duration),
+    /// Anything else (I/O on our side, a broken configuration).
+    #[error("{0}")]
+    #[diagnostic(code(krender::runtime::system))]
+    System(String),
+}
+
+/// A way to run functions.
+pub trait Evaluator: Send + Sync {
+    /// Runs one function call.
+    fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError>;
+}

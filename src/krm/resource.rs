@@ -1,0 +1,122 @@
+//! Accessors for KRM resources held as YAML nodes: identity fields and the
+//! reader/orchestrator annotations kpt and kyaml keep on every resource.
+//!
+//! A resource is a [`Node`]: a Document node as read from a file (it keeps
+//! document head/foot comments) or a bare Mapping node (after a function
+//! round trip). Every accessor here looks through the document wrapper.
+
+use crate::yaml::node::{Node, Style};
+
+/// `config.kubernetes.io/index` (legacy reader annotation).
+pub const LEGACY_INDEX: &str = "config.kubernetes.io/index";
+/// `config.kubernetes.io/path` (legacy reader annotation).
+pub const LEGACY_PATH: &str = "config.kubernetes.io/path";
+/// `internal.config.kubernetes.io/index`: position of the resource in its file.
+pub const INDEX: &str = "internal.config.kubernetes.io/index";
+/// `internal.config.kubernetes.io/path`: file of the resource, relative to the package.
+pub const PATH: &str = "internal.config.kubernetes.io/path";
+/// `internal.config.kubernetes.io/seqindent`: `compact` or `wide`.
+pub const SEQ_INDENT: &str = "internal.config.kubernetes.io/seqindent";
+/// `internal.config.kubernetes.io/package-path`: absolute path of the owning package.
+pub const PACKAGE_PATH: &str = "internal.config.kubernetes.io/package-path";
+/// `internal.config.kubernetes.io/id`: position id set around a function call.
+pub const ID: &str = "internal.config.kubernetes.io/id";
+/// `config.k8s.io/id`: legacy position id set around a function call.
+pub const LEGACY_ID: &str = "config.k8s.io/id";
+/// `internal.config.kubernetes.io/annotations-migration-resource-id`.
+pub const MIGRATION_ID: &str = "internal.config.kubernetes.io/annotations-migration-resource-id";
+
+/// The resource's `apiVersion`, if it is a scalar.
+pub fn api_version(resource: &Node) -> Option<&str> {
+    resource.root().get_str(&["apiVersion"])
+}
+
+/// The resource's `kind`, if it is a scalar.
+pub fn kind(resource: &Node) -> Option<&str> {
+    resource.root().get_str(&["kind"])
+}
+
+/// The resource's `metadata.name`, if it is a scalar.
+pub fn name(resource: &Node) -> Option<&str> {
+    resource.root().get_str(&["metadata", "name"])
+}
+
+/// The resource's `metadata.namespace`, if it is a scalar.
+pub fn namespace(resource: &Node) -> Option<&str> {
+    resource.root().get_str(&["metadata", "namespace"])
+}
+
+/// The value of annotation `key`, if present as a scalar.
+pub fn annotation<'a>(resource: &'a Node, key: &str) -> Option<&'a str> {
+    resource
+        .root()
+        .get_path(&["metadata", "annotations"])
+        .and_then(|annotations| annotations.get(key))
+        .filter(|value| value.is_scalar())
+        .map(|value| value.value.as_str())
+}
+
+/// Sets annotation `key` to `value` as kyaml's `SetAnnotation` does:
+/// `metadata` and `metadata.annotations` are created at the end of their
+/// parent when missing (replacing a null value in place); an existing key
+/// keeps its position and its value node's style, only the text changes; a
+/// new key is appended with a value of style `new_style` (kyaml's reader uses
+/// single quotes). Does nothing when the resource root is not a mapping.
+pub fn set_annotation(resource: &mut Node, key: &str, value: &str, new_style: Style) {
+    let Some(annotations) = annotations_mut(resource) else {
+        return;
+    };
+    if let Some(existing) = annotations.get_mut(key) {
+        if existing.is_scalar() {
+            existing.value = value.to_owned();
+            existing.tag = crate::yaml::node::tag::STR.to_owned();
+            return;
+        }
+    }
+    let mut node = Node::new_string(value);
+    node.style = new_style;
+    annotations.set(key, node);
+}
+
+/// Removes annotation `key`; returns whether it was present.
+pub fn remove_annotation(resource: &mut Node, key: &str) -> bool {
+    resource
+        .root_mut()
+        .get_mut("metadata")
+        .and_then(|metadata| metadata.get_mut("annotations"))
+        .and_then(|annotations| annotations.remove(key))
+        .is_some()
+}
+
+/// Removes `metadata.annotations` when it is empty or null, then `metadata`
+/// when it is empty (kyaml's `ClearEmptyAnnotations` + writer clean-up).
+pub fn clear_empty_annotations(resource: &mut Node) {
+    let root = resource.root_mut();
+    let Some(metadata) = root.get_mut("metadata") else {
+        return;
+    };
+    let empty_annotations = metadata.get("annotations").is_some_and(|annotations| {
+        annotations.is_null() || (annotations.is_mapping() && annotations.content.is_empty())
+    });
+    if empty_annotations {
+        metadata.remove("annotations");
+    }
+    if metadata.is_mapping() && metadata.content.is_empty() {
+        root.remove("metadata");
+    }
+}
+
+/// The `metadata.annotations` mapping, created (at the end of its parent,
+/// or in place of a null value) when missing.
+fn annotations_mut(resource: &mut Node) -> Option<&mut Node> {
+    let root = resource.root_mut();
+    let metadata = root.entry_or_insert_with("metadata", Node::new_mapping)?;
+    if metadata.is_null() {
+        *metadata = Node::new_mapping();
+    }
+    let annotations = metadata.entry_or_insert_with("annotations", Node::new_mapping)?;
+    if annotations.is_null() {
+        *annotations = Node::new_mapping();
+    }
+    annotations.is_mapping().then_some(annotations)
+}
