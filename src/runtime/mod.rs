@@ -67,3 +67,5 @@ pub trait Evaluator: Send + Sync {
     /// Runs one function call.
     fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError>;
 }
+
+pub mod chain;
