@@ -461,7 +461,9 @@ impl<'e> Emitter<'_, 'e> {
     }
 
     fn has_trailing_comments(&self) -> bool {
-        !(self.line_comment.is_empty() && self.foot_comment.is_empty() && self.tail_comment.is_empty())
+        !(self.line_comment.is_empty()
+            && self.foot_comment.is_empty()
+            && self.tail_comment.is_empty())
     }
 
     fn emit_flow_mapping_key(&mut self, first: bool, trail: bool) {
@@ -588,11 +590,11 @@ impl<'e> Emitter<'_, 'e> {
         if !self.key_line_comment.is_empty() {
             let event = self.event();
             match event.kind {
-                EventKind::Scalar => {
-                    if self.line_comment.is_empty() {
-                        self.line_comment = self.key_line_comment;
-                        self.key_line_comment = "";
-                    }
+                EventKind::Scalar if self.line_comment.is_empty() => {
+                    // The scalar takes the key's comment; if it has its own,
+                    // the key's is kept (and lost), as in go-yaml.
+                    self.line_comment = self.key_line_comment;
+                    self.key_line_comment = "";
                 }
                 EventKind::MappingStart | EventKind::SequenceStart if !event.flow => {
                     // A block collection follows: the key's comment goes
@@ -1088,7 +1090,11 @@ impl<'e> Emitter<'_, 'e> {
                 }
                 spaces = false;
             } else if is_space(bytes, i) {
-                if allow_breaks && !spaces && self.column > BEST_WIDTH && i > 0 && i < bytes.len() - 1
+                if allow_breaks
+                    && !spaces
+                    && self.column > BEST_WIDTH
+                    && i > 0
+                    && i < bytes.len() - 1
                 {
                     self.write_indent();
                     if is_space(bytes, i + 1) {
@@ -1302,11 +1308,9 @@ fn analyze_scalar(value: &str) -> ScalarAnalysis {
                         block_indicators = true;
                     }
                 }
-                b'-' => {
-                    if followed_by_whitespace {
-                        flow_indicators = true;
-                        block_indicators = true;
-                    }
+                b'-' if followed_by_whitespace => {
+                    flow_indicators = true;
+                    block_indicators = true;
                 }
                 _ => {}
             }
@@ -1319,11 +1323,9 @@ fn analyze_scalar(value: &str) -> ScalarAnalysis {
                         block_indicators = true;
                     }
                 }
-                b'#' => {
-                    if preceded_by_whitespace {
-                        flow_indicators = true;
-                        block_indicators = true;
-                    }
+                b'#' if preceded_by_whitespace => {
+                    flow_indicators = true;
+                    block_indicators = true;
                 }
                 _ => {}
             }

@@ -52,7 +52,11 @@ pub struct Encoder<'a> {
 impl<'a> Encoder<'a> {
     /// An encoder appending to `out`.
     pub fn new(out: &'a mut String) -> Encoder<'a> {
-        Encoder { out, seq_indent: SeqIndent::Compact, stream: StreamState::default() }
+        Encoder {
+            out,
+            seq_indent: SeqIndent::Compact,
+            stream: StreamState::default(),
+        }
     }
 
     /// Sets the sequence style for the following documents.
@@ -252,7 +256,8 @@ mod tests {
     fn simple_mapping_and_compact_vs_wide_sequence() {
         let mut seq = Node::new_sequence();
         seq.content.push(plain("a"));
-        seq.content.push(key_values(vec![("name", plain("x")), ("val", plain("1"))]));
+        seq.content
+            .push(key_values(vec![("name", plain("x")), ("val", plain("1"))]));
         let root = key_values(vec![("list", seq), ("k", plain("v"))]);
         assert_eq!(
             to_string(&root, SeqIndent::Compact),
@@ -391,7 +396,9 @@ mod tests {
         root.content.push(plain("longkey"));
         assert_eq!(
             to_string(&root, SeqIndent::Compact),
-            format!("h: [&anc x, *anc, \"\"]\nt: !!str 123\n!!merge <<: v\n? {long_key}\n: longkey\n")
+            format!(
+                "h: [&anc x, *anc, \"\"]\nt: !!str 123\n!!merge <<: v\n? {long_key}\n: longkey\n"
+            )
         );
     }
 }
