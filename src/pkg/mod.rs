@@ -1,2 +1,5 @@
 //! Packages on disk: the Kptfile model and its validation, the package tree,
 //! `.krmignore`, and the kyaml-compatible package reader and writer.
+pub mod krmignore;
+pub mod reader;
+pub mod writer;

@@ -149,7 +149,10 @@ fn is_base60_float(value: &str) -> bool {
         return false;
     }
     i += 1;
-    while bytes.get(i).is_some_and(|b| b.is_ascii_digit() || *b == b'_') {
+    while bytes
+        .get(i)
+        .is_some_and(|b| b.is_ascii_digit() || *b == b'_')
+    {
         i += 1;
     }
     let mut groups = 0;
@@ -175,7 +178,10 @@ fn is_base60_float(value: &str) -> bool {
     }
     if bytes.get(i) == Some(&b'.') {
         i += 1;
-        while bytes.get(i).is_some_and(|b| b.is_ascii_digit() || *b == b'_') {
+        while bytes
+            .get(i)
+            .is_some_and(|b| b.is_ascii_digit() || *b == b'_')
+        {
             i += 1;
         }
     }
@@ -257,10 +263,14 @@ pub fn format_go_float_g(value: f64) -> String {
         return ".nan".into();
     }
     if value.is_infinite() {
-        return if value > 0.0 { ".inf".into() } else { "-.inf".into() };
+        return if value > 0.0 {
+            ".inf".into()
+        } else {
+            "-.inf".into()
+        };
     }
     let (sign, digits, exponent) = shortest_digits(value);
-    if exponent < -4 || exponent >= 6 {
+    if !(-4..6).contains(&exponent) {
         format_exponent(sign, &digits, exponent, true)
     } else {
         format_fixed(sign, &digits, exponent)
@@ -276,7 +286,7 @@ pub fn format_go_json_float(value: f64) -> Option<String> {
     }
     let abs = value.abs();
     let (sign, digits, exponent) = shortest_digits(value);
-    Some(if abs != 0.0 && (abs < 1e-6 || abs >= 1e21) {
+    Some(if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
         format_exponent(sign, &digits, exponent, false)
     } else {
         format_fixed(sign, &digits, exponent)
