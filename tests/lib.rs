@@ -1,3 +1,1 @@
 //! The integration test binary: one module per feature.
-mod pkg_rw;
-mod yaml_golden;

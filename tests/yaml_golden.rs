@@ -134,6 +134,7 @@ fn golden_no_function() {
             Some(problem) => failures.push((case.name.clone(), problem)),
         }
     }
+    eprintln!("golden no_function: {passed}/{} passed", cases.len());
     let mut report = String::new();
     for (name, problem) in &failures {
         report.push_str(&format!("\n=== {name} ===\n{problem}\n"));
