@@ -1,2 +1,3 @@
 //! The integration test binary: one module per feature.
 mod layering_conformance;
+mod layering_engine;
