@@ -1,3 +1,6 @@
 //! The integration test binary: one module per feature.
 mod layering_conformance;
 mod layering_engine;
+mod pkg_rw;
+mod yaml_golden;
+mod yaml_parse;
