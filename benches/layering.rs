@@ -71,10 +71,16 @@ fn check(inputs: &[InputDocument], rendered: &[layering::RenderedDocument]) {
     assert_eq!(rendered.len(), N_SITE + N_SECRET, "concrete documents");
     let site7 = rendered
         .iter()
-        .find(|d| inputs[d.input].body.get_path(&["metadata", "name"]) == Some(&Value::Str("app7-site7".into())))
+        .find(|d| {
+            inputs[d.input].body.get_path(&["metadata", "name"])
+                == Some(&Value::Str("app7-site7".into()))
+        })
         .expect("app7-site7 rendered");
     let values = site7.data.get("values").expect("values");
-    assert_eq!(values.get("endpoint"), Some(&Value::Str("http://admin:pw7@app7:8080".into())));
+    assert_eq!(
+        values.get("endpoint"),
+        Some(&Value::Str("http://admin:pw7@app7:8080".into()))
+    );
     assert_eq!(values.get("replicas"), Some(&Value::Int(3)));
     assert_eq!(values.get("image"), Some(&Value::Str("app7:2.7".into())));
     assert_eq!(values.get("features"), None);
@@ -89,7 +95,9 @@ fn time<T>(mut f: impl FnMut() -> T) -> (Duration, Duration, T) {
         times.push(start.elapsed());
     }
     times.sort();
-    let Some(last) = last else { unreachable!("RUNS > 0") };
+    let Some(last) = last else {
+        unreachable!("RUNS > 0")
+    };
     (times[0], times[times.len() / 2], last)
 }
 
@@ -131,5 +139,8 @@ fn main() {
     println!("| phase | min | median |");
     println!("|---|---|---|");
     println!("| render (engine, decoded input) | {engine_min:.2?} | {engine_median:.2?} |");
-    println!("| parse + render + encode ({} KiB in) | {full_min:.2?} | {full_median:.2?} |", text.len() / 1024);
+    println!(
+        "| parse + render + encode ({} KiB in) | {full_min:.2?} | {full_median:.2?} |",
+        text.len() / 1024
+    );
 }

@@ -27,7 +27,12 @@ fn inputs(text: &str) -> Vec<InputDocument> {
         .collect()
 }
 
-fn render_text(text: &str) -> (Vec<InputDocument>, Result<Vec<RenderedDocument>, LayeringError>) {
+fn render_text(
+    text: &str,
+) -> (
+    Vec<InputDocument>,
+    Result<Vec<RenderedDocument>, LayeringError>,
+) {
     let inputs = inputs(text);
     let result = render(&inputs);
     (inputs, result)
@@ -63,7 +68,12 @@ fn substitution(from: &str, src_path: &str, dest: &str) -> String {
 fn output_is_in_dependency_order_then_input_order() {
     let text = format!(
         "{POLICY}{}{}{}",
-        doc("dest", "site", &substitution("src", ".a", "{path: .b}"), "{}"),
+        doc(
+            "dest",
+            "site",
+            &substitution("src", ".a", "{path: .b}"),
+            "{}"
+        ),
         doc("alone", "site", "", "{x: 1}"),
         doc("src", "global", "", "{a: 1}"),
     );
@@ -77,9 +87,24 @@ fn output_is_in_dependency_order_then_input_order() {
 fn a_cycle_names_every_document_in_it() {
     let text = format!(
         "{POLICY}{}{}{}",
-        doc("a", "site", &substitution("b", ".x", "{path: .y}"), "{x: 1}"),
-        doc("b", "site", &substitution("c", ".x", "{path: .y}"), "{x: 1}"),
-        doc("c", "site", &substitution("a", ".x", "{path: .y}"), "{x: 1}"),
+        doc(
+            "a",
+            "site",
+            &substitution("b", ".x", "{path: .y}"),
+            "{x: 1}"
+        ),
+        doc(
+            "b",
+            "site",
+            &substitution("c", ".x", "{path: .y}"),
+            "{x: 1}"
+        ),
+        doc(
+            "c",
+            "site",
+            &substitution("a", ".x", "{path: .y}"),
+            "{x: 1}"
+        ),
     );
     let (_, result) = render_text(&text);
     let error = result.expect_err("cycle");
@@ -94,12 +119,20 @@ fn a_cycle_names_every_document_in_it() {
 #[test]
 fn abstract_documents_are_not_output_and_not_sources() {
     let abstract_src = "---\nschema: example/Kind/v1\nmetadata:\n  schema: metadata/Document/v1\n  name: src\n  layeringDefinition: {abstract: true, layer: global}\ndata: {a: 1}\n";
-    let (inputs, result) = render_text(&format!("{POLICY}{abstract_src}{}", doc("other", "site", "", "{}")));
+    let (inputs, result) = render_text(&format!(
+        "{POLICY}{abstract_src}{}",
+        doc("other", "site", "", "{}")
+    ));
     assert_eq!(names(&inputs, &result.expect("renders")), ["other"]);
 
     let text = format!(
         "{POLICY}{abstract_src}{}",
-        doc("dest", "site", &substitution("src", ".a", "{path: .b}"), "{}")
+        doc(
+            "dest",
+            "site",
+            &substitution("src", ".a", "{path: .b}"),
+            "{}"
+        )
     );
     let error = render_text(&text).1.expect_err("abstract source");
     assert_eq!(error.class(), "SubstitutionSourceNotFound");
@@ -120,15 +153,28 @@ fn parallel_rendering_is_deterministic() {
         assert_eq!(render_text(&text).1.expect("renders"), first);
     }
     assert_eq!(first.len(), 201);
-    assert_eq!(first[4].data, parse_all("{v: {n: 3, s: base}, copied: base}")[0]);
+    assert_eq!(
+        first[4].data,
+        parse_all("{v: {n: 3, s: base}, copied: base}")[0]
+    );
 }
 
 #[test]
 fn the_first_failing_document_of_a_level_is_reported() {
     let text = format!(
         "{POLICY}{}{}",
-        doc("first", "site", &substitution("missing1", ".a", "{path: .b}"), "{}"),
-        doc("second", "site", &substitution("missing2", ".a", "{path: .b}"), "{}"),
+        doc(
+            "first",
+            "site",
+            &substitution("missing1", ".a", "{path: .b}"),
+            "{}"
+        ),
+        doc(
+            "second",
+            "site",
+            &substitution("missing2", ".a", "{path: .b}"),
+            "{}"
+        ),
     );
     for _ in 0..5 {
         let error = render_text(&text).1.expect_err("missing source");
@@ -150,7 +196,10 @@ fn pattern_substitution_writes_python_text_of_non_strings() {
     );
     let (_, result) = render_text(&text);
     let rendered = result.expect("renders");
-    assert_eq!(rendered[1].data, parse_all("{s: 'flag=True ratio=0.5', t: '0.5'}")[0]);
+    assert_eq!(
+        rendered[1].data,
+        parse_all("{s: 'flag=True ratio=0.5', t: '0.5'}")[0]
+    );
 }
 
 #[test]
@@ -184,10 +233,18 @@ fn delete_removes_the_first_equal_value_like_deckhand() {
 #[test]
 fn selector_values_match_type_strictly_except_python_numbers() {
     let parent = |label: &str| {
-        format!("---\nschema: example/Kind/v1\nmetadata:\n  schema: metadata/Document/v1\n  name: parent\n  labels: {{p: {label}}}\n  layeringDefinition: {{abstract: true, layer: global}}\ndata: {{a: 1}}\n")
+        format!(
+            "---\nschema: example/Kind/v1\nmetadata:\n  schema: metadata/Document/v1\n  name: parent\n  labels: {{p: {label}}}\n  layeringDefinition: {{abstract: true, layer: global}}\ndata: {{a: 1}}\n"
+        )
     };
     let child = "---\nschema: example/Kind/v1\nmetadata:\n  schema: metadata/Document/v1\n  name: child\n  layeringDefinition:\n    abstract: false\n    layer: site\n    parentSelector: {p: 1}\n    actions: [{method: merge, path: .}]\ndata: {b: 2}\n";
-    let inherited = |label: &str| render_text(&format!("{POLICY}{}{child}", parent(label))).1.expect("renders")[0].data.clone();
+    let inherited = |label: &str| {
+        render_text(&format!("{POLICY}{}{child}", parent(label)))
+            .1
+            .expect("renders")[0]
+            .data
+            .clone()
+    };
     assert_eq!(inherited("'1'"), parse_all("{b: 2}")[0]);
     assert_eq!(inherited("1"), parse_all("{a: 1, b: 2}")[0]);
     assert_eq!(inherited("1.0"), parse_all("{a: 1, b: 2}")[0]);

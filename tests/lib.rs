@@ -4,3 +4,4 @@ mod layering_engine;
 mod pkg_rw;
 mod yaml_golden;
 mod yaml_parse;
+mod layering_cli;

@@ -322,7 +322,7 @@ impl Value {
             Value::Bool(b) => Node::new_scalar(tag::BOOL, if *b { "true" } else { "false" }),
             Value::Int(i) => Node::new_scalar(tag::INT, i.to_string()),
             Value::Float(f) => Node::new_scalar(tag::FLOAT, yaml_float_text(*f)),
-            Value::Str(text) => Node::new_string(text.clone()),
+            Value::Str(text) => string_node(text),
             Value::Tagged {
                 tag: scalar_tag,
                 text,
@@ -345,7 +345,7 @@ impl Value {
                 node.content.reserve(map.len() * 2);
                 for (key, value) in map {
                     node.content.push(match key {
-                        Key::Str(text) => Node::new_string(text.clone()),
+                        Key::Str(text) => string_node(text),
                         Key::Scalar { tag: key_tag, text } => {
                             Node::new_scalar(key_tag, text.clone())
                         }
@@ -356,6 +356,47 @@ impl Value {
             }
         }
     }
+}
+
+/// A `!!str` node, double-quoted when a YAML 1.1 reader (PyYAML, hence
+/// Deckhand's own tooling) would read the plain text as something else:
+/// go-yaml v3 writes `YES`, `on` or `1:20` plain because they are strings in
+/// YAML 1.2, which would make them booleans and integers downstream.
+fn string_node(text: &str) -> Node {
+    let mut node = Node::new_string(text.to_owned());
+    if is_yaml11_non_string(text) {
+        node.style.insert(Style::DOUBLE_QUOTED);
+    }
+    node
+}
+
+/// True for plain scalars that YAML 1.1 resolves to a bool or a
+/// sexagesimal number while YAML 1.2 keeps them as strings.
+fn is_yaml11_non_string(text: &str) -> bool {
+    const OLD_BOOLS: [&str; 22] = [
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
+        "OFF", "true", "True", "TRUE", "false", "False", "FALSE",
+    ];
+    if OLD_BOOLS.contains(&text) {
+        return true;
+    }
+    // Base 60: `[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?`.
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (whole, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    let mut parts = whole.split(':');
+    let Some(head) = parts.next() else {
+        return false;
+    };
+    let rest: Vec<&str> = parts.collect();
+    !rest.is_empty()
+        && head.starts_with(|c: char| c.is_ascii_digit())
+        && head.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+        && rest.iter().all(|part| {
+            (1..=2).contains(&part.len())
+                && part.bytes().all(|b| b.is_ascii_digit())
+                && part.parse::<u32>().is_ok_and(|n| n < 60)
+        })
+        && fraction.bytes().all(|b| b.is_ascii_digit() || b == b'_')
 }
 
 #[derive(Clone, Copy)]
@@ -574,6 +615,23 @@ mod tests {
         assert_eq!(
             Value::Bool(true).label_index_text(),
             Value::Float(1.0).label_index_text()
+        );
+    }
+
+    #[test]
+    fn yaml_1_1_lookalikes_are_quoted() {
+        assert!(is_yaml11_non_string("YES"));
+        assert!(is_yaml11_non_string("off"));
+        assert!(is_yaml11_non_string("1:20"));
+        assert!(is_yaml11_non_string("-1:20:30.5"));
+        assert!(!is_yaml11_non_string("1:60"));
+        assert!(!is_yaml11_non_string("a:1"));
+        assert!(!is_yaml11_non_string("yesterday"));
+        assert!(
+            Value::Str("YES".into())
+                .to_node()
+                .style
+                .contains(Style::DOUBLE_QUOTED)
         );
     }
 
