@@ -1,1 +1,4 @@
 //! The integration test binary: one module per feature.
+mod pkg_rw;
+mod yaml_golden;
+mod yaml_parse;

@@ -69,3 +69,4 @@ pub trait Evaluator: Send + Sync {
 }
 
 pub mod chain;
+pub mod exec;
