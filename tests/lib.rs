@@ -2,3 +2,4 @@
 mod pkg_rw;
 mod yaml_golden;
 mod yaml_parse;
+mod yaml_golden_identity;

@@ -169,11 +169,9 @@ pub(crate) fn clear_empty_annotations_only(resource: &mut Node) {
     }
 }
 
-/// kyaml's `SetAnnotation`: clears an empty `annotations` map first (so it
-/// is re-created at the end of `metadata`), then sets the key with a
-/// single-quoted value (an existing key keeps its position and style).
+/// kyaml's `SetAnnotation` as kyaml's own code calls it: new values are
+/// single-quoted (see [`set_annotation`] for the rest).
 pub(crate) fn kyaml_set_annotation(resource: &mut Node, key: &str, value: &str) {
-    clear_empty_annotations_only(resource);
     set_annotation(resource, key, value, Style::SINGLE_QUOTED);
 }
 
