@@ -68,4 +68,5 @@ pub trait Evaluator: Send + Sync {
     fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError>;
 }
 
+pub mod builtin;
 pub mod chain;
