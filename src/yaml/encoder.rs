@@ -1,7 +1,17 @@
 //! Node to emitter events (go-yaml v3 `encode.go` node rules): implicit tags,
 //! forced quoting, key foot comments, compact or wide sequences per document.
+//!
+//! The encoder flattens one document's node tree into a borrowed event list
+//! and hands it to `yaml::emitter`, which writes the text into the caller's
+//! `String`. The decisions made here (which tag is written, which style is
+//! requested, where a key's foot comment goes) are go-yaml's; the emitter
+//! may still downgrade the requested style (spec §4.5).
 
-use super::node::Node;
+use std::borrow::Cow;
+
+use super::emitter::{Event, EventKind, ScalarStyle, StreamState, emit_document};
+use super::node::{Node, NodeKind, Style, tag};
+use super::resolve::resolve_plain;
 
 /// Sequence indentation of one document (kyaml's `seqindent` annotation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -13,18 +23,40 @@ pub enum SeqIndent {
     Wide,
 }
 
+impl SeqIndent {
+    /// Parses kyaml's annotation value: `wide` is wide, anything else compact.
+    pub fn from_annotation(value: Option<&str>) -> SeqIndent {
+        match value {
+            Some("wide") => SeqIndent::Wide,
+            _ => SeqIndent::Compact,
+        }
+    }
+
+    /// The annotation value kyaml writes for this style.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SeqIndent::Compact => "compact",
+            SeqIndent::Wide => "wide",
+        }
+    }
+}
+
 /// A multi-document encoder: every document after the first is preceded by
 /// a `---` line, like one go-yaml `Encoder` used for several `Encode` calls.
 pub struct Encoder<'a> {
     out: &'a mut String,
     seq_indent: SeqIndent,
-    documents: usize,
+    stream: StreamState,
 }
 
 impl<'a> Encoder<'a> {
     /// An encoder appending to `out`.
     pub fn new(out: &'a mut String) -> Encoder<'a> {
-        Encoder { out, seq_indent: SeqIndent::Compact, documents: 0 }
+        Encoder {
+            out,
+            seq_indent: SeqIndent::Compact,
+            stream: StreamState::default(),
+        }
     }
 
     /// Sets the sequence style for the following documents.
@@ -35,8 +67,33 @@ impl<'a> Encoder<'a> {
     /// Writes one document. A non-document node is wrapped in an implicit
     /// document without comments.
     pub fn encode(&mut self, node: &Node) {
-        let _ = (node, &mut self.out, self.seq_indent, self.documents);
-        unimplemented!("emitter in progress")
+        let mut events = Vec::with_capacity(64);
+        if node.kind == NodeKind::Document {
+            let mut start = Event::new(EventKind::DocumentStart);
+            start.head_comment = &node.head_comment;
+            events.push(start);
+            if node.content.is_empty() {
+                // go-yaml would fail on a document without content; write
+                // an empty (null) document instead of nothing.
+                events.push(Event::new(EventKind::Scalar));
+            }
+            for child in &node.content {
+                push_node(&mut events, child, "", false);
+            }
+            let mut end = Event::new(EventKind::DocumentEnd);
+            end.foot_comment = &node.foot_comment;
+            events.push(end);
+        } else {
+            events.push(Event::new(EventKind::DocumentStart));
+            push_node(&mut events, node, "", false);
+            events.push(Event::new(EventKind::DocumentEnd));
+        }
+        emit_document(
+            self.out,
+            &mut self.stream,
+            self.seq_indent == SeqIndent::Compact,
+            &events,
+        );
     }
 }
 
@@ -47,4 +104,301 @@ pub fn to_string(node: &Node, seq_indent: SeqIndent) -> String {
     encoder.set_seq_indent(seq_indent);
     encoder.encode(node);
     out
+}
+
+/// The short form of a tag (`tag:yaml.org,2002:str` → `!!str`).
+fn short_tag(tag: &str) -> Cow<'_, str> {
+    match tag.strip_prefix("tag:yaml.org,2002:") {
+        Some(rest) => Cow::Owned(format!("!!{rest}")),
+        None => Cow::Borrowed(tag),
+    }
+}
+
+/// Appends the events of `node`. `tail` is the previous key's held-back foot
+/// comment; `drop_foot` suppresses the node's own foot comment (a mapping key,
+/// whose foot is written after its value instead).
+fn push_node<'n>(events: &mut Vec<Event<'n>>, node: &'n Node, tail: &'n str, drop_foot: bool) {
+    // Drop the tag when it was not written explicitly and leaving it out
+    // does not change how the value reads back (go-yaml encode.go).
+    let stag = short_tag(&node.tag);
+    let mut write_tag = !node.tag.is_empty();
+    let mut force_quoting = false;
+    if write_tag && !node.style.contains(Style::TAGGED) {
+        match node.kind {
+            NodeKind::Scalar => {
+                let quoted_or_block = node.style.contains(Style::SINGLE_QUOTED)
+                    || node.style.contains(Style::DOUBLE_QUOTED)
+                    || node.style.contains(Style::LITERAL)
+                    || node.style.contains(Style::FOLDED);
+                if stag == tag::STR && quoted_or_block {
+                    write_tag = false;
+                } else {
+                    let resolved = resolve_plain(&node.value);
+                    if resolved == stag {
+                        write_tag = false;
+                    } else if stag == tag::STR {
+                        write_tag = false;
+                        force_quoting = true;
+                    }
+                }
+            }
+            NodeKind::Mapping => write_tag = stag != tag::MAP,
+            NodeKind::Sequence => write_tag = stag != tag::SEQ,
+            NodeKind::Document | NodeKind::Alias => {}
+        }
+    }
+    let event_tag = if write_tag { stag } else { Cow::Borrowed("") };
+    let foot: &'n str = if drop_foot { "" } else { &node.foot_comment };
+
+    match node.kind {
+        NodeKind::Document => {
+            // A nested document node is not valid go-yaml input; encode its
+            // content in place.
+            for child in &node.content {
+                push_node(events, child, "", false);
+            }
+        }
+        NodeKind::Sequence => {
+            let mut start = Event::new(EventKind::SequenceStart);
+            start.anchor = &node.anchor;
+            start.tag = event_tag;
+            start.flow = node.style.contains(Style::FLOW);
+            start.head_comment = &node.head_comment;
+            events.push(start);
+            for item in &node.content {
+                push_node(events, item, "", false);
+            }
+            let mut end = Event::new(EventKind::SequenceEnd);
+            end.line_comment = &node.line_comment;
+            end.foot_comment = foot;
+            events.push(end);
+        }
+        NodeKind::Mapping => {
+            let mut start = Event::new(EventKind::MappingStart);
+            start.anchor = &node.anchor;
+            start.tag = event_tag;
+            start.flow = node.style.contains(Style::FLOW);
+            start.head_comment = &node.head_comment;
+            start.tail_comment = tail;
+            events.push(start);
+            // A key's foot comment is held back and written after the key's
+            // whole value: as the next key's tail, or at the mapping end.
+            let mut key_tail: &'n str = "";
+            for pair in node.content.chunks_exact(2) {
+                let (key, value) = (&pair[0], &pair[1]);
+                push_node(events, key, key_tail, true);
+                key_tail = &key.foot_comment;
+                push_node(events, value, "", false);
+            }
+            let mut end = Event::new(EventKind::MappingEnd);
+            end.tail_comment = key_tail;
+            end.line_comment = &node.line_comment;
+            end.foot_comment = foot;
+            events.push(end);
+        }
+        NodeKind::Alias => {
+            let mut alias = Event::new(EventKind::Alias);
+            alias.anchor = &node.value;
+            alias.head_comment = &node.head_comment;
+            alias.line_comment = &node.line_comment;
+            alias.foot_comment = foot;
+            events.push(alias);
+        }
+        NodeKind::Scalar => {
+            let style = if node.style.contains(Style::DOUBLE_QUOTED) {
+                ScalarStyle::DoubleQuoted
+            } else if node.style.contains(Style::SINGLE_QUOTED) {
+                ScalarStyle::SingleQuoted
+            } else if node.style.contains(Style::LITERAL) {
+                ScalarStyle::Literal
+            } else if node.style.contains(Style::FOLDED) {
+                ScalarStyle::Folded
+            } else if node.value.contains('\n') {
+                ScalarStyle::Literal
+            } else if force_quoting {
+                ScalarStyle::DoubleQuoted
+            } else {
+                ScalarStyle::Plain
+            };
+            let mut scalar = Event::new(EventKind::Scalar);
+            scalar.anchor = &node.anchor;
+            scalar.tag = event_tag;
+            scalar.value = Cow::Borrowed(&node.value);
+            scalar.style = style;
+            scalar.head_comment = &node.head_comment;
+            scalar.line_comment = &node.line_comment;
+            scalar.foot_comment = foot;
+            scalar.tail_comment = tail;
+            events.push(scalar);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SeqIndent, to_string};
+    use crate::yaml::node::{Node, Style, tag};
+
+    fn key_values(pairs: Vec<(&str, Node)>) -> Node {
+        let mut map = Node::new_mapping();
+        for (key, value) in pairs {
+            map.content.push(Node::new_scalar(tag::STR, key));
+            map.content.push(value);
+        }
+        map
+    }
+
+    fn plain(value: &str) -> Node {
+        Node::new_scalar(crate::yaml::resolve::resolve_plain(value), value)
+    }
+
+    #[test]
+    fn simple_mapping_and_compact_vs_wide_sequence() {
+        let mut seq = Node::new_sequence();
+        seq.content.push(plain("a"));
+        seq.content
+            .push(key_values(vec![("name", plain("x")), ("val", plain("1"))]));
+        let root = key_values(vec![("list", seq), ("k", plain("v"))]);
+        assert_eq!(
+            to_string(&root, SeqIndent::Compact),
+            "list:\n- a\n- name: x\n  val: 1\nk: v\n"
+        );
+        assert_eq!(
+            to_string(&root, SeqIndent::Wide),
+            "list:\n  - a\n  - name: x\n    val: 1\nk: v\n"
+        );
+    }
+
+    #[test]
+    fn nested_sequences_and_empty_collections() {
+        let mut inner = Node::new_sequence();
+        inner.content.push(plain("deep1"));
+        inner.content.push(plain("deep2"));
+        let mut outer = Node::new_sequence();
+        outer.content.push(inner);
+        let root = key_values(vec![
+            ("nested", outer),
+            ("empty", Node::new_sequence()),
+            ("none", Node::new_mapping()),
+        ]);
+        assert_eq!(
+            to_string(&root, SeqIndent::Compact),
+            "nested:\n- - deep1\n  - deep2\nempty: []\nnone: {}\n"
+        );
+    }
+
+    #[test]
+    fn string_tag_forces_quotes_when_needed() {
+        let root = key_values(vec![
+            ("a", Node::new_string("true")),
+            ("b", Node::new_string("yes")),
+            ("c", Node::new_string("1.0")),
+            ("d", Node::new_string("")),
+            ("e", Node::new_string("1:20")),
+            ("f", Node::new_untagged_scalar("true")),
+            ("g", Node::new_string("key: value")),
+            ("h", Node::new_string("a\tb")),
+            ("i", Node::new_string("\u{1F600}")),
+            ("j", Node::new_string("- dash")),
+            ("k", Node::new_string("caf\u{e9}")),
+        ]);
+        assert_eq!(
+            to_string(&root, SeqIndent::Compact),
+            "a: \"true\"\nb: yes\nc: \"1.0\"\nd: \"\"\ne: 1:20\nf: true\ng: 'key: value'\n\
+             h: \"a\\tb\"\ni: \"\\U0001F600\"\nj: '- dash'\nk: caf\u{e9}\n"
+        );
+    }
+
+    #[test]
+    fn block_scalars_and_folded_quirk() {
+        let mut folded = Node::new_string("folded text\npara\n");
+        folded.style = Style::FOLDED;
+        let mut keep = Node::new_string("line1\n\n");
+        keep.style = Style::LITERAL;
+        let root = key_values(vec![
+            ("lit", Node::new_string("line1\nline2\n")),
+            ("strip", Node::new_string("a\nb")),
+            ("lead", Node::new_string("  x\ny\n")),
+            ("folded", folded),
+            ("trail", Node::new_string("sp \nnext\n")),
+            ("keep", keep),
+        ]);
+        assert_eq!(
+            to_string(&root, SeqIndent::Compact),
+            "lit: |\n  line1\n  line2\nstrip: |-\n  a\n  b\nlead: |2\n    x\n  y\n\
+             folded: >\n  folded text\n\n  para\n\ntrail: \"sp \\nnext\\n\"\nkeep: |+\n  line1\n\n"
+        );
+    }
+
+    #[test]
+    fn comments_head_line_foot() {
+        let mut name_key = Node::new_string("name");
+        name_key.head_comment = "# head of name".into();
+        name_key.foot_comment = "# foot of name".into();
+        let mut value = plain("x");
+        value.line_comment = "# line".into();
+        let mut map = Node::new_mapping();
+        map.content.push(name_key);
+        map.content.push(value);
+        map.content.push(Node::new_string("other"));
+        map.content.push(plain("y"));
+        let root = key_values(vec![("metadata", map), ("next", plain("z"))]);
+        let mut doc = Node::new_document(root);
+        doc.head_comment = "# doc head".into();
+        doc.foot_comment = "# doc foot".into();
+        assert_eq!(
+            to_string(&doc, SeqIndent::Compact),
+            "# doc head\n\nmetadata:\n  # head of name\n  name: x # line\n  # foot of name\n\n  other: y\nnext: z\n\n# doc foot\n"
+        );
+    }
+
+    #[test]
+    fn dash_comment_and_multi_document() {
+        let mut key = Node::new_string("name");
+        key.head_comment = "# dash line comment".into();
+        let mut item = Node::new_mapping();
+        item.content.push(key);
+        item.content.push(plain("x"));
+        let mut seq = Node::new_sequence();
+        seq.content.push(item);
+        let root = key_values(vec![("items", seq)]);
+        let mut out = String::new();
+        let mut encoder = super::Encoder::new(&mut out);
+        encoder.encode(&root);
+        encoder.set_seq_indent(SeqIndent::Wide);
+        encoder.encode(&root);
+        assert_eq!(
+            out,
+            "items:\n- # dash line comment\n  name: x\n---\nitems:\n  - # dash line comment\n    name: x\n"
+        );
+    }
+
+    #[test]
+    fn flow_collections_tags_anchors_and_long_keys() {
+        let mut flow = Node::new_sequence();
+        flow.style = Style::FLOW;
+        let mut anchored = plain("x");
+        anchored.anchor = "anc".into();
+        flow.content.push(anchored);
+        let mut alias = Node::new_untagged_scalar("anc");
+        alias.kind = crate::yaml::node::NodeKind::Alias;
+        flow.content.push(alias);
+        flow.content.push(Node::new_string(""));
+        let mut tagged = Node::new_scalar(tag::STR, "123");
+        tagged.style = Style::TAGGED;
+        let mut merge = Node::new_scalar(tag::MERGE, "<<");
+        merge.style = Style::PLAIN;
+        let long_key = "a".repeat(130);
+        let mut root = key_values(vec![("h", flow), ("t", tagged)]);
+        root.content.push(merge);
+        root.content.push(plain("v"));
+        root.content.push(Node::new_string(long_key.clone()));
+        root.content.push(plain("longkey"));
+        assert_eq!(
+            to_string(&root, SeqIndent::Compact),
+            format!(
+                "h: [&anc x, *anc, \"\"]\nt: !!str 123\n!!merge <<: v\n? {long_key}\n: longkey\n"
+            )
+        );
+    }
 }
