@@ -26,7 +26,10 @@ use starlark::values::tuple::TupleRef;
 use starlark::values::{Heap, UnpackValue, Value};
 use starlark::{ErrorKind, PrintHandler};
 
-use super::sdk::{FUNCTION_FAILURE, FnResult, Outcome, ResourceList, split_api_version};
+use super::sdk::{
+    FUNCTION_FAILURE, FnResult, Outcome, ResourceList, is_base60_float, is_old_bool,
+    split_api_version,
+};
 use crate::yaml::node::{Node, NodeKind, Style, tag};
 use crate::yaml::resolve::resolve_plain;
 
@@ -485,63 +488,6 @@ fn string_node(text: &str) -> Node {
         node.style = Style::DOUBLE_QUOTED;
     }
     node
-}
-
-/// YAML 1.1 booleans go-yaml v3 still quotes on output.
-fn is_old_bool(text: &str) -> bool {
-    matches!(
-        text,
-        "y" | "Y"
-            | "yes"
-            | "Yes"
-            | "YES"
-            | "on"
-            | "On"
-            | "ON"
-            | "n"
-            | "N"
-            | "no"
-            | "No"
-            | "NO"
-            | "off"
-            | "Off"
-            | "OFF"
-    )
-}
-
-/// `^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`
-fn is_base60_float(text: &str) -> bool {
-    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
-    let (body, fraction) = match body.split_once('.') {
-        Some((body, fraction)) => (body, Some(fraction)),
-        None => (body, None),
-    };
-    if fraction.is_some_and(|f| !f.bytes().all(|b| b.is_ascii_digit() || b == b'_')) {
-        return false;
-    }
-    let mut parts = body.split(':');
-    let Some(head) = parts.next() else {
-        return false;
-    };
-    if !head.starts_with(|c: char| c.is_ascii_digit())
-        || !head.bytes().all(|b| b.is_ascii_digit() || b == b'_')
-    {
-        return false;
-    }
-    let mut sexagesimal = 0;
-    for part in parts {
-        sexagesimal += 1;
-        let bytes = part.as_bytes();
-        let ok = match bytes {
-            [d] => d.is_ascii_digit(),
-            [a, b] => (b'0'..=b'5').contains(a) && b.is_ascii_digit(),
-            _ => false,
-        };
-        if !ok {
-            return false;
-        }
-    }
-    sexagesimal > 0
 }
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)` with go-yaml's spellings of
