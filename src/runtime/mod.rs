@@ -70,3 +70,4 @@ pub trait Evaluator: Send + Sync {
 
 pub mod builtin;
 pub mod chain;
+pub mod config;
