@@ -1,10 +1,46 @@
 //! The command line: argument parsing and the commands, printing exactly what
-//! kpt prints where kpt fixes the text.
+//! kpt prints where kpt fixes the text. This is the only module that talks
+//! to the process's stdout and stderr.
 
+pub mod args;
+mod eval;
+mod render;
+
+use std::io::Write;
 use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command, FnCommand, LayerCommand};
 
 /// Runs krender with the given command-line arguments and returns the exit code.
 pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
-    let _ = args;
-    ExitCode::from(1)
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() { 1 } else { 0 };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = stdout.lock();
+    let mut err = stderr.lock();
+    let code = match cli.command {
+        Command::Fn { command: FnCommand::Render(args) } | Command::Render(args) => render::run(&args, &mut out, &mut err),
+        Command::Fn { command: FnCommand::Eval(args) } => eval::run(&args, &mut out, &mut err),
+        Command::Fn { command: FnCommand::Source(args) } => eval::source(&args, &mut out, &mut err),
+        Command::Fn { command: FnCommand::Sink(args) } => eval::sink(&args, &mut err),
+        Command::Layer { command: LayerCommand::Render { paths } } => {
+            crate::layering::render_command(&paths, &mut out, &mut err)
+        }
+        Command::Version => {
+            let _ = writeln!(out, "{}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+    };
+    let _ = out.flush();
+    let _ = err.flush();
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

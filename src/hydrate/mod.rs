@@ -1,2 +1,779 @@
 //! Hydration: running Kptfile pipelines over a package tree in depth-first
-//! or breadth-first order, producing a render outcome without touching disk.
+//! post-order (kpt's default) or breadth-first order (root annotation
+//! `kpt.dev/bfs-rendering: "true"`), producing a [`RenderOutcome`] without
+//! touching disk. [`apply`] then writes what kpt would write.
+//!
+//! Behaviour follows kpt's `render_executor.go` (`hydrate`,
+//! `hydrateBfsOrder`, `runPipeline`, `runMutators`, `runValidators`) and its
+//! function runner (`[RUNNING]`/`[PASS]`/`[FAIL]` lines, path invariants,
+//! KRM checks, result capture).
+
+pub mod apply;
+pub(crate) mod bridge;
+pub mod error;
+pub mod printer;
+pub mod results;
+pub mod select;
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::krm::resource;
+use crate::pkg::kptfile::{self, Function, Kptfile, KptfileError};
+use crate::pkg::tree;
+use crate::runtime::{EvalError, Evaluator, FunctionTarget};
+use crate::yaml::node::{Node, Style};
+
+pub use apply::{ApplyError, Output, apply};
+pub use error::{HydrateError, Report};
+use printer::Printer;
+use results::{FnResult, ResultItems, StepRecord};
+
+/// `--allow-exec` is needed for `exec:` steps; kpt's message.
+pub const ALLOW_EXEC_MESSAGE: &str = "must run with `--allow-exec` option to allow running function binaries";
+
+/// Options of one render.
+#[derive(Clone, Debug)]
+pub struct RenderOptions {
+    /// `--allow-exec`.
+    pub allow_exec: bool,
+    /// `--allow-alpha-wasm`.
+    pub allow_wasm: bool,
+    /// Cut failing functions' output to 4 lines (`--truncate-output`).
+    pub truncate_output: bool,
+    /// Prefix for short image names (`--image-prefix`, `KPT_IMAGE_PREFIX`).
+    pub image_prefix: String,
+    /// Deadline for one function call.
+    pub timeout: Duration,
+    /// True when rendering in place (no `-o`): decides whether `[RUNNING]`
+    /// lines are per package and whether the Kptfile status is written.
+    pub in_place: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            allow_exec: false,
+            allow_wasm: false,
+            truncate_output: true,
+            image_prefix: kptfile::DEFAULT_IMAGE_PREFIX.to_owned(),
+            timeout: Duration::from_secs(3600),
+            in_place: true,
+        }
+    }
+}
+
+/// The evaluators for the two kinds of steps.
+#[derive(Clone, Copy)]
+pub struct Runtimes<'a> {
+    /// For `image:` steps.
+    pub image: &'a dyn Evaluator,
+    /// For `exec:` steps.
+    pub exec: &'a dyn Evaluator,
+}
+
+/// Everything a render decided, before anything is written.
+#[derive(Debug)]
+pub struct RenderOutcome {
+    /// Absolute root package path.
+    pub root: PathBuf,
+    /// The root package's resources after hydration (all packages), with
+    /// package-relative paths and package-path annotations; `None` when kpt
+    /// would have nothing to write.
+    pub resources: Option<Vec<Node>>,
+    /// Why the render failed, if it did.
+    pub error: Option<HydrateError>,
+    /// `kpt.dev/save-on-render-failure` on the root Kptfile.
+    pub save_on_failure: bool,
+    /// Files read as inputs (relative to the root), for pruning.
+    pub input_files: BTreeSet<String>,
+    /// Mutation steps for `status.renderStatus`, in execution order.
+    pub mutation_steps: Vec<StepRecord>,
+    /// Validation steps for `status.renderStatus`.
+    pub validation_steps: Vec<StepRecord>,
+    /// Every function call, for `--results-dir`.
+    pub fn_results: Vec<FnResult>,
+    /// Functions that ran successfully.
+    pub executed: usize,
+    /// Packages visited.
+    pub n_packages: usize,
+}
+
+/// A package taking part in the render.
+struct PkgNode {
+    path: PathBuf,
+    kptfile: Kptfile,
+}
+
+/// Reads and validates the root package's Kptfile (kpt does this before any
+/// hydration; failures here leave the package untouched).
+pub fn load_root(root: &Path) -> Result<Kptfile, KptfileError> {
+    let kptfile = read_kptfile(root)?;
+    kptfile.validate(root)?;
+    Ok(kptfile)
+}
+
+fn read_kptfile(dir: &Path) -> Result<Kptfile, KptfileError> {
+    let file = dir.join(kptfile::KPTFILE_NAME);
+    let bytes = match std::fs::read(&file) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(KptfileError::Missing { dir: dir.to_path_buf() });
+        }
+        Err(error) => {
+            return Err(KptfileError::Unreadable { dir: dir.to_path_buf(), details: error.to_string() });
+        }
+    };
+    Kptfile::parse(&String::from_utf8_lossy(&bytes), dir)
+}
+
+struct Hydrator<'a, 'w> {
+    root: PathBuf,
+    options: &'a RenderOptions,
+    runtimes: Runtimes<'a>,
+    printer: Printer<'w>,
+    save_on_failure: bool,
+    input_files: BTreeSet<String>,
+    mutation_steps: Vec<StepRecord>,
+    validation_steps: Vec<StepRecord>,
+    fn_results: Vec<FnResult>,
+    executed: usize,
+    n_packages: usize,
+}
+
+/// Renders the package tree rooted at `root` (absolute, with a valid
+/// Kptfile from [`load_root`]), printing progress to `log`.
+pub fn hydrate(
+    root: &Path,
+    root_kptfile: Kptfile,
+    options: &RenderOptions,
+    runtimes: Runtimes<'_>,
+    log: &mut dyn Write,
+) -> RenderOutcome {
+    let save_on_failure = root_kptfile.annotation_is_true(kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION);
+    let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
+    let mut hydrator = Hydrator {
+        root: root.to_path_buf(),
+        options,
+        runtimes,
+        printer: Printer::new(log, options.truncate_output),
+        save_on_failure,
+        input_files: BTreeSet::new(),
+        mutation_steps: Vec::new(),
+        validation_steps: Vec::new(),
+        fn_results: Vec::new(),
+        executed: 0,
+        n_packages: 0,
+    };
+    let node = PkgNode { path: root.to_path_buf(), kptfile: root_kptfile };
+    let (resources, error) = if bfs {
+        match hydrator.hydrate_bfs(node) {
+            Ok(resources) => (Some(resources), None),
+            Err((resources, error)) => (resources, Some(error)),
+        }
+    } else {
+        match hydrator.hydrate_dfs(&node) {
+            Ok(resources) => (Some(resources), None),
+            Err((resources, error)) => (resources, Some(error)),
+        }
+    };
+    RenderOutcome {
+        root: root.to_path_buf(),
+        resources,
+        error,
+        save_on_failure,
+        input_files: hydrator.input_files,
+        mutation_steps: hydrator.mutation_steps,
+        validation_steps: hydrator.validation_steps,
+        fn_results: hydrator.fn_results,
+        executed: hydrator.executed,
+        n_packages: hydrator.n_packages,
+    }
+}
+
+/// A failure with the partial resources kpt keeps for save-on-failure.
+type Failure = (Option<Vec<Node>>, HydrateError);
+
+/// Why a step failed, as the runner sees it.
+struct StepFailure {
+    /// The error text (`already handled error` for reported exec errors).
+    message: String,
+    report: Report,
+}
+
+impl<'a, 'w> Hydrator<'a, 'w> {
+    fn display(&self, pkg: &Path) -> String {
+        tree::display_path(&self.root, pkg)
+    }
+
+    fn rel_to_root(&self, pkg: &Path) -> String {
+        tree::relative_to_root(&self.root, pkg)
+    }
+
+    fn load_local(&mut self, pkg: &Path) -> Result<Vec<Node>, HydrateError> {
+        let resources = bridge::read_local_resources(pkg)
+            .map_err(|failure| HydrateError::plain(pkg, &failure.0, Report::Error(failure.0.clone())))?;
+        let rel = self.rel_to_root(pkg);
+        for node in &resources {
+            let path = resource::annotation(node, resource::PATH).unwrap_or("");
+            let joined = if rel.is_empty() { clean_path(path) } else { clean_path(&format!("{rel}/{path}")) };
+            self.input_files.insert(joined);
+        }
+        Ok(resources)
+    }
+
+    /// Lists and decodes the direct subpackages of `pkg`.
+    fn subpackages(&mut self, pkg: &Path) -> Result<Vec<(PathBuf, Kptfile)>, HydrateError> {
+        let dirs = tree::direct_subpackages(pkg).map_err(|error| {
+            let text = error.to_string();
+            HydrateError::plain(pkg, &text, Report::Error(text.clone()))
+        })?;
+        let mut found = Vec::new();
+        for dir in dirs {
+            let kptfile = read_kptfile(&dir).map_err(|error| HydrateError::subpackage_kptfile(pkg, &dir, &error))?;
+            found.push((dir, kptfile));
+        }
+        Ok(found)
+    }
+
+    fn hydrate_dfs(&mut self, node: &PkgNode) -> Result<Vec<Node>, Failure> {
+        self.n_packages += 1;
+        let pkg = node.path.as_path();
+        let mut input = self.load_local(pkg).map_err(|error| (None, error))?;
+        let subpackages = self.subpackages(pkg).map_err(|error| (None, error))?;
+        for (dir, kptfile) in subpackages {
+            if let Err(error) = kptfile.validate(&dir) {
+                let text = error.to_string();
+                return Err((None, HydrateError::plain(&dir, &text, Report::kptfile(&error))));
+            }
+            let sub = PkgNode { path: dir, kptfile };
+            match self.hydrate_dfs(&sub) {
+                Ok(transitive) => input.extend(transitive),
+                Err((partial, error)) => {
+                    // kpt keeps the parent's partial list one level up only.
+                    if let (Some(partial), true) = (partial, self.save_on_failure) {
+                        input.extend(partial);
+                        return Err((Some(input), error));
+                    }
+                    return Err((None, error));
+                }
+            }
+        }
+        match self.run_pipeline(node, input, pkg) {
+            Ok(output) => Ok(output),
+            Err((output, error)) => Err((output.filter(|_| self.save_on_failure), error)),
+        }
+    }
+
+    fn hydrate_bfs(&mut self, root: PkgNode) -> Result<Vec<Node>, Failure> {
+        // Phase 1: discover every package and load its local resources.
+        let mut nodes: Vec<PkgNode> = Vec::new();
+        let mut resources: Vec<Vec<Node>> = Vec::new();
+        let mut children: Vec<Vec<usize>> = Vec::new();
+        let mut queue = std::collections::VecDeque::from([root]);
+        let root_path = self.root.clone();
+        while let Some(node) = queue.pop_front() {
+            let index = nodes.len();
+            self.n_packages += 1;
+            let local = self.load_local(&node.path).map_err(|error| (None, error))?;
+            let subs = self.subpackages(&node.path).map_err(|error| (None, error))?;
+            let mut child_indexes = Vec::new();
+            for (dir, kptfile) in subs {
+                if let Err(error) = kptfile.validate(&dir) {
+                    let text = error.to_string();
+                    return Err((None, HydrateError::plain(&root_path, &text, Report::kptfile(&error))));
+                }
+                child_indexes.push(index + 1 + queue.len() + child_indexes.len());
+                queue.push_back(PkgNode { path: dir, kptfile });
+            }
+            nodes.push(node);
+            resources.push(local);
+            children.push(child_indexes);
+        }
+        // Phase 2: run pipelines top-down; each sees itself and its
+        // descendants. Descendants keep their lists unless an output names
+        // them (kpt's propagateResourcesAcrossNodes).
+        for index in 0..nodes.len() {
+            let mut input = std::mem::take(&mut resources[index]);
+            let mut stack: Vec<usize> = children[index].iter().rev().copied().collect();
+            while let Some(child) = stack.pop() {
+                input.extend(resources[child].iter().cloned());
+                for grandchild in children[child].iter().rev() {
+                    stack.push(*grandchild);
+                }
+            }
+            let (output, failure) = match self.run_pipeline(&nodes[index], input, &root_path) {
+                Ok(output) => (output, None),
+                Err((output, error)) => match output {
+                    Some(output) if self.save_on_failure => (output, Some(error)),
+                    _ => return Err((None, error)),
+                },
+            };
+            let mut own = Vec::new();
+            let mut by_package: Vec<Option<Vec<Node>>> = vec![None; nodes.len()];
+            for resource_node in output {
+                let target = resource::annotation(&resource_node, resource::PACKAGE_PATH).map(PathBuf::from);
+                let target_index = target
+                    .as_ref()
+                    .and_then(|target| nodes.iter().position(|n| &n.path == target))
+                    .filter(|&i| i != index);
+                match target_index {
+                    Some(i) => by_package[i].get_or_insert_with(Vec::new).push(resource_node),
+                    None => own.push(resource_node),
+                }
+            }
+            for (i, list) in by_package.into_iter().enumerate() {
+                if let Some(list) = list {
+                    resources[i] = list;
+                }
+            }
+            resources[index] = own;
+            if let Some(error) = failure {
+                return Err((Some(resources.into_iter().flatten().collect()), error));
+            }
+        }
+        Ok(resources.into_iter().flatten().collect())
+    }
+
+    /// kpt's `runPipeline` for one package. `outer` is the package the error
+    /// chain is reported under.
+    fn run_pipeline(&mut self, node: &PkgNode, input: Vec<Node>, outer: &Path) -> Result<Vec<Node>, (Option<Vec<Node>>, HydrateError)> {
+        let pkg = node.path.as_path();
+        let display = self.display(pkg);
+        self.printer.package(&display);
+        let pipeline = &node.kptfile.pipeline;
+        if pipeline.is_empty() {
+            if let Err(message) = check_all_krm(&input) {
+                let message = format!("input resource list must contain only KRM resources: {message}");
+                let error = if outer == pkg {
+                    HydrateError::plain(pkg, &message, Report::Error(message.clone()))
+                } else {
+                    HydrateError::pipeline(outer, pkg, &message, Report::Error(message.clone()))
+                };
+                return Err((Some(input), error));
+            }
+            return Ok(input);
+        }
+        if let Err(error) = validate_pipeline(pkg, pipeline, &input) {
+            let text = error.to_string();
+            return Err((Some(input), HydrateError::plain(outer, &text, Report::kptfile(&error))));
+        }
+        let mutated = match self.run_mutators(node, input, &display) {
+            Ok(mutated) => mutated,
+            Err((resources, failure)) => {
+                return Err((resources, HydrateError::pipeline(outer, pkg, &failure.message, failure.report)));
+            }
+        };
+        if let Err(failure) = self.run_validators(node, &mutated, &display) {
+            return Err((Some(mutated), HydrateError::pipeline(outer, pkg, &failure.message, failure.report)));
+        }
+        self.printer.text("\n");
+        Ok(mutated)
+    }
+
+    fn run_mutators(
+        &mut self,
+        node: &PkgNode,
+        mut input: Vec<Node>,
+        display: &str,
+    ) -> Result<Vec<Node>, (Option<Vec<Node>>, StepFailure)> {
+        let pkg = node.path.as_path();
+        let mutators = &node.kptfile.pipeline.mutators;
+        // kpt builds every runner before running any (fnChain).
+        let mut prepared = Vec::new();
+        for function in mutators {
+            match self.prepare(function, pkg) {
+                Ok(step) => prepared.push(step),
+                Err(message) => {
+                    self.mutation_steps.push(pre_exec_failure(function, &self.options.image_prefix, &message));
+                    return Err((None, StepFailure { report: Report::Error(message.clone()), message }));
+                }
+            }
+        }
+        for (function, mut step) in mutators.iter().zip(prepared) {
+            if !function.config_path.is_empty() {
+                let pkg_text = pkg.display().to_string();
+                if let Some(config) = input.iter().find(|r| {
+                    resource::annotation(r, resource::PACKAGE_PATH) == Some(pkg_text.as_str())
+                        && resource::annotation(r, resource::PATH) == Some(function.config_path.as_str())
+                }) {
+                    step.config = Some(config.root().clone());
+                }
+            }
+            let selective = function.has_selection();
+            if selective {
+                select::set_resource_ids(&mut input);
+            }
+            let selected_ids: Vec<String> = input
+                .iter()
+                .filter(|r| select::is_selected(r, &function.selectors, &function.exclude))
+                .map(|r| resource::annotation(r, select::RESOURCE_ID).unwrap_or("").to_owned())
+                .collect();
+            let selected: Vec<Node> = input
+                .iter()
+                .filter(|r| select::is_selected(r, &function.selectors, &function.exclude))
+                .cloned()
+                .collect();
+            let before = self.fn_results.len();
+            let count = selective.then_some(selected.len());
+            match self.run_step(&step, selected, pkg, count, display) {
+                Ok(output) => {
+                    self.executed += 1;
+                    self.mutation_steps.push(self.capture(&step, before, None));
+                    if selective {
+                        input = select::merge_with_input(output, input, &selected_ids);
+                        select::delete_resource_ids(&mut input);
+                    } else {
+                        input = output;
+                    }
+                }
+                Err(failure) => {
+                    if selective {
+                        select::delete_resource_ids(&mut input);
+                    }
+                    self.mutation_steps.push(self.capture(&step, before, Some(&failure.message)));
+                    return Err((Some(input), failure));
+                }
+            }
+        }
+        Ok(input)
+    }
+
+    fn run_validators(&mut self, node: &PkgNode, input: &[Node], display: &str) -> Result<(), StepFailure> {
+        let pkg = node.path.as_path();
+        for function in &node.kptfile.pipeline.validators {
+            let selected: Vec<Node> = input
+                .iter()
+                .filter(|r| select::is_selected(r, &function.selectors, &function.exclude))
+                .cloned()
+                .collect();
+            let step = match self.prepare(function, pkg) {
+                Ok(step) => step,
+                Err(message) => {
+                    self.validation_steps.push(pre_exec_failure(function, &self.options.image_prefix, &message));
+                    return Err(StepFailure { report: Report::Error(message.clone()), message });
+                }
+            };
+            let before = self.fn_results.len();
+            let count = function.has_selection().then_some(selected.len());
+            match self.run_step(&step, selected, pkg, count, display) {
+                Ok(_) => {
+                    self.executed += 1;
+                    self.validation_steps.push(self.capture(&step, before, None));
+                }
+                Err(failure) => {
+                    self.validation_steps.push(self.capture(&step, before, Some(&failure.message)));
+                    return Err(failure);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// kpt's `NewRunner`: the exec permission check, the function config and
+    /// the image name.
+    fn prepare(&self, function: &Function, pkg: &Path) -> Result<PreparedStep, String> {
+        if !function.exec.is_empty() && !self.options.allow_exec {
+            return Err(ALLOW_EXEC_MESSAGE.to_owned());
+        }
+        let config = if !function.config_path.is_empty() {
+            let file = pkg.join(&function.config_path);
+            let text = std::fs::read(&file)
+                .map_err(|_| format!("missing function config {:?}", function.config_path))?;
+            let document = crate::yaml::parse_document(&String::from_utf8_lossy(&text))
+                .map_err(|error| format!("invalid function config {:?} {error}", function.config_path))?;
+            document.map(|d| d.root().clone())
+        } else if !function.config_map.is_empty() {
+            Some(bridge::config_map_node(&function.config_map))
+        } else {
+            None
+        };
+        let image = if function.image.is_empty() {
+            String::new()
+        } else {
+            let resolved = kptfile::resolve_image(&function.image, &self.options.image_prefix);
+            if !function.tag.is_empty() {
+                return Err(format!(
+                    "failed to resolve tag {:?} for image {resolved:?}: tag resolution needs a registry",
+                    function.tag
+                ));
+            }
+            kptfile::with_default_tag(&resolved)
+        };
+        if image.is_empty() && function.exec.is_empty() {
+            return Err("must specify `exec` or `image` to execute a function".to_owned());
+        }
+        Ok(PreparedStep { function: function.clone(), image, config })
+    }
+
+    /// kpt's `FunctionRunner.Filter` + `do`: prints progress, runs the
+    /// function, checks its output and records its result.
+    fn run_step(
+        &mut self,
+        step: &PreparedStep,
+        input: Vec<Node>,
+        pkg: &Path,
+        selected_count: Option<usize>,
+        display: &str,
+    ) -> Result<Vec<Node>, StepFailure> {
+        let name = step.display_name().to_owned();
+        let package = self.options.in_place.then_some(display);
+        self.printer.running(&name, selected_count, package);
+        let started = Instant::now();
+        let mut fn_result = FnResult { image: step.image.clone(), exec: step.function.exec.clone(), ..FnResult::default() };
+        let outcome = self.call(step, input, pkg, &mut fn_result);
+        let elapsed = started.elapsed();
+        match outcome {
+            Ok(output) => {
+                let lines = fn_result.results.lines();
+                let stderr = fn_result.stderr.clone();
+                self.fn_results.push(fn_result);
+                self.printer.pass(&name, elapsed, &lines, &stderr);
+                Ok(output)
+            }
+            Err(CallError::NotRecorded(message)) => {
+                self.printer.fail(&name, elapsed, &fn_result.results.lines());
+                Err(StepFailure { report: Report::Error(message.clone()), message })
+            }
+            Err(CallError::Recorded(message)) => {
+                let lines = fn_result.results.lines();
+                self.fn_results.push(fn_result);
+                self.printer.fail(&name, elapsed, &lines);
+                Err(StepFailure { report: Report::Error(message.clone()), message })
+            }
+            Err(CallError::Exit { stderr, exit_code }) => {
+                let lines = fn_result.results.lines();
+                self.fn_results.push(fn_result);
+                self.printer.fail(&name, elapsed, &lines);
+                self.printer.exec_error(&stderr, exit_code);
+                Err(StepFailure { report: Report::Handled, message: "already handled error".to_owned() })
+            }
+        }
+    }
+
+    fn call(&mut self, step: &PreparedStep, input: Vec<Node>, pkg: &Path, fn_result: &mut FnResult) -> Result<Vec<Node>, CallError> {
+        if let Err(message) = check_all_krm(&input) {
+            return Err(CallError::NotRecorded(format!("input resource list must contain only KRM resources: {message}")));
+        }
+        let (evaluator, target) = if step.image.is_empty() {
+            (self.runtimes.exec, FunctionTarget::Exec(&step.function.exec))
+        } else {
+            (self.runtimes.image, FunctionTarget::Image(&step.image))
+        };
+        let run = match bridge::run_filter(evaluator, target, input, step.config.as_ref(), self.options.timeout) {
+            Ok(run) => run,
+            Err(error) => {
+                fn_result.exit_code = 1;
+                return Err(CallError::Recorded(eval_error_text(&error)));
+            }
+        };
+        fn_result.stderr = run.stderr.clone();
+        let mut output = match run.output {
+            Ok(output) => output,
+            Err(message) if run.exit_code == 0 => {
+                fn_result.exit_code = 1;
+                return Err(CallError::Recorded(message));
+            }
+            Err(_) => Vec::new(),
+        };
+        let pkg_text = pkg.display().to_string();
+        for node in &mut output {
+            if resource::annotation(node, resource::PACKAGE_PATH).is_none_or(str::is_empty) {
+                resource::set_annotation(node, resource::PACKAGE_PATH, &pkg_text, Style::PLAIN);
+            }
+        }
+        enforce_path_invariants(&output).map_err(CallError::NotRecorded)?;
+        if let Err(message) = check_all_krm(&output) {
+            return Err(CallError::NotRecorded(format!("output resource list must contain only KRM resources: {message}")));
+        }
+        match ResultItems::from_node(run.results.as_ref()) {
+            Ok(items) => fn_result.results = items,
+            Err(message) => return Err(CallError::NotRecorded(message)),
+        }
+        if run.exit_code != 0 {
+            fn_result.exit_code = run.exit_code;
+            return Err(CallError::Exit { stderr: run.stderr, exit_code: run.exit_code });
+        }
+        fn_result.exit_code = 0;
+        Ok(output)
+    }
+
+    /// kpt's `captureStepResult`.
+    fn capture(&self, step: &PreparedStep, results_before: usize, error: Option<&str>) -> StepRecord {
+        let mut record = StepRecord {
+            name: step.function.name.clone(),
+            image: step.image.clone(),
+            exec: step.function.exec.clone(),
+            ..StepRecord::default()
+        };
+        if results_before < self.fn_results.len() {
+            if let Some(last) = self.fn_results.last() {
+                record.stderr = last.stderr.clone();
+                record.exit_code = last.exit_code;
+                record.results = last.results.clone();
+            }
+        } else if let Some(message) = error {
+            record.exit_code = 1;
+            record.execution_error = message.to_owned();
+        }
+        record
+    }
+}
+
+enum CallError {
+    /// Failed before kpt appends the function's result (KRM checks, path
+    /// invariants): the step records an execution error.
+    NotRecorded(String),
+    /// Failed after the result was recorded (could not run, bad output).
+    Recorded(String),
+    /// The function exited non-zero.
+    Exit { stderr: String, exit_code: i32 },
+}
+
+fn eval_error_text(error: &EvalError) -> String {
+    error.to_string()
+}
+
+/// A step ready to run.
+struct PreparedStep {
+    function: Function,
+    /// The expanded image (empty for exec steps).
+    image: String,
+    /// The functionConfig, if any.
+    config: Option<Node>,
+}
+
+impl PreparedStep {
+    fn display_name(&self) -> &str {
+        if self.image.is_empty() { &self.function.exec } else { &self.image }
+    }
+}
+
+fn pre_exec_failure(function: &Function, prefix: &str, message: &str) -> StepRecord {
+    let image = if function.image.is_empty() {
+        String::new()
+    } else {
+        kptfile::with_default_tag(&kptfile::resolve_image(&function.image, prefix))
+    };
+    StepRecord {
+        name: function.name.clone(),
+        image,
+        exec: function.exec.clone(),
+        exit_code: 1,
+        execution_error: message.to_owned(),
+        ..StepRecord::default()
+    }
+}
+
+/// kpt's `AreKRM`: the first resource that is not KRM, with its path.
+fn check_all_krm(resources: &[Node]) -> Result<(), String> {
+    for node in resources {
+        if is_kustomization(node) {
+            continue;
+        }
+        if let Err(reason) = kptfile::check_krm(node) {
+            let path = resource::annotation(node, resource::PATH).unwrap_or("");
+            return Err(format!("{path}: {reason}"));
+        }
+    }
+    Ok(())
+}
+
+fn is_kustomization(node: &Node) -> bool {
+    let path = resource::annotation(node, resource::PATH).unwrap_or("");
+    let base = path.rsplit('/').next().unwrap_or(path);
+    matches!(base, "kustomization.yaml" | "kustomization.yml" | "Kustomization")
+}
+
+/// kpt's runtime pipeline check: a `configPath` must name a resource of this
+/// package (not of a subpackage).
+fn validate_pipeline(pkg: &Path, pipeline: &kptfile::Pipeline, input: &[Node]) -> Result<(), KptfileError> {
+    let pkg_text = pkg.display().to_string();
+    for (kind, functions) in [("mutator", &pipeline.mutators), ("validator", &pipeline.validators)] {
+        for (index, function) in functions.iter().enumerate() {
+            if function.config_path.is_empty() {
+                continue;
+            }
+            let wanted = clean_path(&function.config_path);
+            let found = input.iter().any(|r| {
+                resource::annotation(r, resource::PACKAGE_PATH) == Some(pkg_text.as_str())
+                    && resource::annotation(r, resource::PATH).map(clean_path).as_deref() == Some(wanted.as_str())
+            });
+            if !found {
+                let path = &function.config_path;
+                return Err(KptfileError::Invalid {
+                    field: format!("pipeline.{kind}s[{index}].configPath"),
+                    value: Some(path.clone()),
+                    reason: format!(
+                        "functionConfig resource for {kind} {:?} is missing from path {path:?}, this also occurs if {path:?} is part of a subpackage",
+                        function.short_name()
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// kpt's `enforcePathInvariants`: no path outside the package, no two
+/// resources at the same path and index.
+fn enforce_path_invariants(resources: &[Node]) -> Result<(), String> {
+    let mut seen: BTreeSet<(String, String, String)> = BTreeSet::new();
+    for node in resources {
+        let pkg = resource::annotation(node, resource::PACKAGE_PATH).unwrap_or("").to_owned();
+        let path = resource::annotation(node, resource::PATH).unwrap_or("");
+        let index = resource::annotation(node, resource::INDEX).unwrap_or("").to_owned();
+        let cleaned = clean_path(path);
+        if cleaned.starts_with("../") || cleaned == ".." {
+            return Err(format!("function must not modify resources outside of package: resource has path {path}"));
+        }
+        if !seen.insert((pkg, cleaned.clone(), index.clone())) {
+            return Err(format!("resource at path {cleaned:?} and index {index:?} already exists"));
+        }
+    }
+    Ok(())
+}
+
+/// Go's `path.Clean` for slash paths.
+pub fn clean_path(path: &str) -> String {
+    if path.is_empty() {
+        return ".".to_owned();
+    }
+    let rooted = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|last| *last != "..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push("..");
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_owned(),
+        (false, false) => joined,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_paths_like_go() {
+        assert_eq!(clean_path("a/./b/../c"), "a/c");
+        assert_eq!(clean_path("../x"), "../x");
+        assert_eq!(clean_path("db/../../x"), "../x");
+        assert_eq!(clean_path("/another/file/out.yaml"), "/another/file/out.yaml");
+        assert_eq!(clean_path(""), ".");
+    }
+}

@@ -1,2 +1,6 @@
 //! Packages on disk: the Kptfile model and its validation, the package tree,
 //! `.krmignore`, and the kyaml-compatible package reader and writer.
+
+pub(crate) mod gostruct;
+pub mod kptfile;
+pub mod tree;

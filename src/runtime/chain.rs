@@ -3,8 +3,17 @@
 //! [`EvalError::NotFound`] falls through to the next evaluator; any other
 //! error (or a function that ran and failed) ends the chain.
 
+use std::path::PathBuf;
+
 use super::builtin::BuiltinEvaluator;
-use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse};
+use super::config::{ConfigError, FunctionTable, Route};
+use super::container::ContainerEvaluator;
+use super::exec::run_process;
+use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+
+/// Environment variable naming the function table; without it
+/// `render.toml` in the working directory is used when present.
+pub const CONFIG_ENV: &str = "KRENDER_CONFIG";
 
 /// Options the CLI passes to the chain.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -13,14 +22,72 @@ pub struct ChainOptions {
     pub image_pull_policy: Option<String>,
 }
 
-/// The evaluator for `image:` steps: builtins first, then a container
-/// engine for everything else.
+/// The evaluator for `image:` steps, configured by the function table
+/// (`$KRENDER_CONFIG`, else `./render.toml`, else the defaults: builtins for
+/// the functions krender implements, a container engine for the rest).
 pub fn image_evaluator(options: &ChainOptions) -> Box<dyn Evaluator> {
-    let _ = options;
-    Box::new(ChainEvaluator::new(vec![
-        Box::new(BuiltinEvaluator::default()),
-        Box::new(NoContainerEngine),
-    ]))
+    let path = std::env::var_os(CONFIG_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("render.toml"));
+    Box::new(ImageEvaluator::new(FunctionTable::load(&path), options))
+}
+
+/// Routes each image through the function table.
+pub struct ImageEvaluator {
+    table: Result<FunctionTable, ConfigError>,
+    pull_policy: Option<String>,
+}
+
+impl ImageEvaluator {
+    /// An evaluator over a loaded (or failed) table.
+    pub fn new(table: Result<FunctionTable, ConfigError>, options: &ChainOptions) -> ImageEvaluator {
+        ImageEvaluator {
+            table,
+            pull_policy: options.image_pull_policy.clone(),
+        }
+    }
+
+    fn container(&self, pull_policy: Option<String>) -> ContainerEvaluator {
+        ContainerEvaluator {
+            pull_policy: self.pull_policy.clone().or(pull_policy),
+            engine: None,
+        }
+    }
+}
+
+impl Evaluator for ImageEvaluator {
+    fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
+        let table = self
+            .table
+            .as_ref()
+            .map_err(|err| EvalError::System(err.to_string()))?;
+        let FunctionTarget::Image(image) = request.target else {
+            return Err(EvalError::NotFound(format!(
+                "not an image function: {:?}",
+                request.target
+            )));
+        };
+        let request = FunctionRequest {
+            timeout: table.timeout_override(image).unwrap_or(request.timeout),
+            ..*request
+        };
+        match table.route(image) {
+            Route::Builtin(builtin) => ChainEvaluator::new(vec![
+                Box::new(BuiltinEvaluator {
+                    enabled: Some(vec![builtin]),
+                }),
+                Box::new(self.container(None)),
+            ])
+            .evaluate(&request),
+            Route::Executable(path) => run_process(
+                &path.to_string_lossy(),
+                &[],
+                request.input,
+                request.timeout,
+            ),
+            Route::Container { pull_policy } => self.container(pull_policy).evaluate(&request),
+        }
+    }
 }
 
 /// Tries evaluators in order; the first answer that is not
@@ -50,17 +117,5 @@ impl Evaluator for ChainEvaluator {
         } else {
             not_found.join("; ")
         }))
-    }
-}
-
-/// Stand-in for the container evaluator until one is configured.
-struct NoContainerEngine;
-
-impl Evaluator for NoContainerEngine {
-    fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
-        Err(EvalError::NotFound(format!(
-            "no container runtime available for {:?}",
-            request.target
-        )))
     }
 }

@@ -186,13 +186,18 @@ impl FunctionTable {
 
     /// The deadline for `image`.
     pub fn timeout(&self, image: &str) -> Duration {
+        self.timeout_override(image).unwrap_or(DEFAULT_TIMEOUT)
+    }
+
+    /// The deadline the table sets for `image`, if it sets one.
+    pub fn timeout_override(&self, image: &str) -> Option<Duration> {
         let (name, _) = split_image(image);
         self.functions
             .iter()
             .filter(|entry| entry.accepts(name))
             .find_map(|entry| entry.timeout_seconds)
             .or(self.defaults.timeout_seconds)
-            .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
+            .map(Duration::from_secs)
     }
 }
 

@@ -71,3 +71,5 @@ pub trait Evaluator: Send + Sync {
 pub mod builtin;
 pub mod chain;
 pub mod config;
+pub mod container;
+pub mod exec;

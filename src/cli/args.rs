@@ -1,0 +1,141 @@
+//! Command-line arguments (clap derive), mirroring kpt's flags for the
+//! commands krender implements.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+
+/// krender: kpt-compatible rendering of configuration packages.
+#[derive(Debug, Parser)]
+#[command(name = "krender", version, about, long_about = None, disable_help_subcommand = true)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Functions: render, eval, source, sink.
+    Fn {
+        /// The function command.
+        #[command(subcommand)]
+        command: FnCommand,
+    },
+    /// Short for `fn render`.
+    Render(RenderArgs),
+    /// Deckhand-style document layering.
+    Layer {
+        /// The layering command.
+        #[command(subcommand)]
+        command: LayerCommand,
+    },
+    /// Print the version.
+    Version,
+}
+
+/// `krender fn ...`
+#[derive(Debug, Subcommand)]
+pub enum FnCommand {
+    /// Render a package in place: run the pipelines of every Kptfile.
+    Render(RenderArgs),
+    /// Run one function on a package or on a ResourceList from stdin.
+    Eval(EvalArgs),
+    /// Print a package as a ResourceList.
+    Source(SourceArgs),
+    /// Write a ResourceList from stdin into a directory.
+    Sink(SinkArgs),
+}
+
+/// `krender layer ...`
+#[derive(Debug, Subcommand)]
+pub enum LayerCommand {
+    /// Render layered documents and print the concrete documents.
+    Render {
+        /// Files or directories holding the layered documents.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+}
+
+/// Flags of `fn render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// Package to render (default: the current directory).
+    pub pkg_path: Option<PathBuf>,
+    /// Directory to write the function results to.
+    #[arg(long = "results-dir")]
+    pub results_dir: Option<PathBuf>,
+    /// Where to write the rendered resources: `stdout`, `unwrap` or a new directory.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    /// Allow running local executables (`exec:` steps).
+    #[arg(long = "allow-exec")]
+    pub allow_exec: bool,
+    /// Allow running wasm functions.
+    #[arg(long = "allow-alpha-wasm")]
+    pub allow_wasm: bool,
+    /// Allow network access for container functions.
+    #[arg(long = "allow-network")]
+    pub allow_network: bool,
+    /// Image pull policy for container functions: Always, IfNotPresent or Never.
+    #[arg(long = "image-pull-policy")]
+    pub image_pull_policy: Option<String>,
+    /// Cut the output of failing functions to 4 lines.
+    #[arg(long = "truncate-output", action = ArgAction::Set, num_args = 0..=1,
+          default_value_t = true, default_missing_value = "true", require_equals = true)]
+    pub truncate_output: bool,
+    /// Prefix for short image names.
+    #[arg(long = "image-prefix", env = "KPT_IMAGE_PREFIX")]
+    pub image_prefix: Option<String>,
+}
+
+/// Flags of `fn eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Package directory, or `-` to read a ResourceList from stdin.
+    pub dir: Option<String>,
+    /// The function image.
+    #[arg(short = 'i', long = "image")]
+    pub image: Option<String>,
+    /// A local executable to run as the function.
+    #[arg(long = "exec")]
+    pub exec: Option<String>,
+    /// Directory to write the function results to.
+    #[arg(long = "results-dir")]
+    pub results_dir: Option<PathBuf>,
+    /// Where to write the resources: `stdout`, `unwrap` or a directory.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    /// Allow running local executables.
+    #[arg(long = "allow-exec")]
+    pub allow_exec: bool,
+    /// Image pull policy for container functions.
+    #[arg(long = "image-pull-policy")]
+    pub image_pull_policy: Option<String>,
+    /// Cut the output of failing functions to 4 lines.
+    #[arg(long = "truncate-output", action = ArgAction::Set, num_args = 0..=1,
+          default_value_t = true, default_missing_value = "true", require_equals = true)]
+    pub truncate_output: bool,
+    /// Prefix for short image names.
+    #[arg(long = "image-prefix", env = "KPT_IMAGE_PREFIX")]
+    pub image_prefix: Option<String>,
+    /// `KEY=VALUE` pairs for the function's ConfigMap.
+    #[arg(last = true)]
+    pub config: Vec<String>,
+}
+
+/// Flags of `fn source`.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// Package directory (default: the current directory).
+    pub dir: Option<PathBuf>,
+}
+
+/// Flags of `fn sink`.
+#[derive(Debug, Args)]
+pub struct SinkArgs {
+    /// Directory to write to.
+    pub dir: PathBuf,
+}

@@ -1,0 +1,86 @@
+//! `krender fn render`: kpt's render command.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::args::RenderArgs;
+use crate::hydrate::{self, Output, Report, RenderOptions, Runtimes};
+use crate::pkg::kptfile::DEFAULT_IMAGE_PREFIX;
+use crate::runtime::chain::{ChainOptions, image_evaluator};
+use crate::runtime::exec::ExecEvaluator;
+
+/// Makes `path` absolute against the current directory, lexically (kpt does
+/// not resolve symlinks in the package path).
+pub(super) fn absolute(path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map(|cwd| cwd.join(path)).unwrap_or_else(|_| path.to_path_buf())
+    };
+    let mut clean = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            other => clean.push(other),
+        }
+    }
+    clean
+}
+
+pub(super) fn print_report(report: &Report, err: &mut dyn Write) {
+    if let Some(text) = report.stderr_text() {
+        let _ = err.write_all(text.as_bytes());
+    }
+}
+
+/// Parses `-o`.
+pub(super) fn output_mode(output: Option<&str>) -> Output {
+    match output {
+        None | Some("") => Output::InPlace,
+        Some("stdout") => Output::Stdout,
+        Some("unwrap") => Output::Unwrap,
+        Some(dir) => Output::Dir(absolute(Path::new(dir))),
+    }
+}
+
+/// Runs `fn render` and returns the exit code.
+pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let root = absolute(args.pkg_path.as_deref().unwrap_or(Path::new(".")));
+    let output = output_mode(args.output.as_deref());
+    if let Output::Dir(dir) = &output {
+        if dir.exists() {
+            print_report(&Report::Error(format!("target directory {:?} already exists", dir.display().to_string())), err);
+            return 1;
+        }
+    }
+    let results_dir = args.results_dir.as_deref().map(absolute);
+    let kptfile = match hydrate::load_root(&root) {
+        Ok(kptfile) => kptfile,
+        Err(error) => {
+            print_report(&Report::kptfile(&error), err);
+            return 1;
+        }
+    };
+    let options = RenderOptions {
+        allow_exec: args.allow_exec,
+        allow_wasm: args.allow_wasm,
+        truncate_output: args.truncate_output,
+        image_prefix: args.image_prefix.clone().unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned()),
+        in_place: output == Output::InPlace,
+        ..RenderOptions::default()
+    };
+    let image = image_evaluator(&ChainOptions { image_pull_policy: args.image_pull_policy.clone() });
+    let exec = ExecEvaluator;
+    let runtimes = Runtimes { image: image.as_ref(), exec: &exec };
+    let outcome = hydrate::hydrate(&root, kptfile, &options, runtimes, err);
+    match hydrate::apply(outcome, &output, results_dir.as_deref(), out, err) {
+        Ok(()) => 0,
+        Err(error) => {
+            print_report(&error.report(), err);
+            1
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! Applying a [`RenderOutcome`]: what kpt's `Renderer.Execute` does after
+//! hydration — paths made relative to the root, the attribution annotation,
+//! files written and pruned (or the list sent to stdout), the summary line,
+//! `--results-dir`, and the root Kptfile's `status` rewrite. A failed render
+//! writes only the Kptfile status (unless save-on-render-failure is set).
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::results::{StepRecord, result_list_node};
+use super::{HydrateError, RenderOutcome, Report, bridge, clean_path};
+use crate::krm::resource;
+use crate::pkg::kptfile::{self, Condition, Kptfile};
+use crate::yaml::SeqIndent;
+use crate::yaml::node::Style;
+
+/// Where rendered resources go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Back into the package (no `-o`).
+    InPlace,
+    /// `-o stdout`: one ResourceList on stdout.
+    Stdout,
+    /// `-o unwrap`: the resources as a multi-document stream on stdout.
+    Unwrap,
+    /// `-o DIR`: a new directory.
+    Dir(PathBuf),
+}
+
+/// A failure while writing the outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The render itself failed.
+    #[error("{0}")]
+    Render(HydrateError),
+    /// Writing files failed.
+    #[error("{message}")]
+    Write {
+        /// kpt's text.
+        message: String,
+    },
+}
+
+impl ApplyError {
+    /// What the CLI prints for this error.
+    pub fn report(&self) -> Report {
+        match self {
+            ApplyError::Render(error) => error.report.clone(),
+            ApplyError::Write { message } => Report::Error(message.clone()),
+        }
+    }
+}
+
+const CNRM_ANNOTATION: &str = "cnrm.cloud.google.com/blueprint";
+
+/// Applies `outcome`: writes files (or prints to `stdout`), the status and
+/// the results file, and prints kpt's closing lines to `log`.
+pub fn apply(
+    outcome: RenderOutcome,
+    output: &Output,
+    results_dir: Option<&Path>,
+    stdout: &mut dyn Write,
+    log: &mut dyn Write,
+) -> Result<(), ApplyError> {
+    let in_place = *output == Output::InPlace;
+    let root = outcome.root.clone();
+    if let Some(error) = &outcome.error {
+        if !outcome.save_on_failure {
+            if in_place {
+                write_status(&root, &outcome, Some(error));
+            }
+            save_results(results_dir, &outcome, log);
+            return Err(ApplyError::Render(error.clone()));
+        }
+    }
+    let mut resources = outcome.resources.clone().unwrap_or_default();
+    if let Err(message) = adjust_paths(&root, &mut resources) {
+        if in_place {
+            let error = HydrateError::plain(&root, &message, Report::Error(message.clone()));
+            write_status(&root, &outcome, Some(&error));
+        }
+        return Err(ApplyError::Write { message });
+    }
+    let output_files: BTreeSet<String> =
+        resources.iter().map(|r| resource::annotation(r, resource::PATH).unwrap_or("").to_owned()).collect();
+    if std::env::var_os("KRM_DISABLE_ATTRIBUTION").is_none() {
+        add_attribution(&mut resources);
+    }
+    if in_place {
+        if outcome.error.is_none() || outcome.save_on_failure {
+            if let Err(message) = write_package(&root, &resources) {
+                let message = format!("failed to save resources: {message}");
+                return Err(ApplyError::Write { message });
+            }
+            if outcome.error.is_none() {
+                for file in outcome.input_files.difference(&output_files) {
+                    let path = root.join(file);
+                    if let Err(error) = remove(&path) {
+                        let message = format!("failed to delete file: {error}");
+                        return Err(ApplyError::Write { message });
+                    }
+                }
+            }
+        }
+        let summary = if outcome.error.is_none() {
+            format!("Successfully executed {} function(s) in {} package(s).\n", outcome.executed, outcome.n_packages)
+        } else if outcome.executed == 0 {
+            format!("Failed to execute any functions in {} package(s).\n", outcome.n_packages)
+        } else {
+            format!("Partially executed {} function(s) in {} package(s).\n", outcome.executed, outcome.n_packages)
+        };
+        let _ = log.write_all(summary.as_bytes());
+    } else if outcome.error.is_none() {
+        let text = match output {
+            Output::Stdout => bridge::resource_list_text(&resources),
+            Output::Unwrap => bridge::unwrap_text(&resources),
+            Output::Dir(dir) => {
+                write_out_dir(dir, &resources)?;
+                String::new()
+            }
+            Output::InPlace => String::new(),
+        };
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    }
+    if let Some(error) = &outcome.error {
+        if in_place {
+            write_status(&root, &outcome, Some(error));
+        }
+        save_results(results_dir, &outcome, log);
+        return Err(ApplyError::Render(error.clone()));
+    }
+    save_results(results_dir, &outcome, log);
+    if in_place {
+        write_status(&root, &outcome, None);
+    }
+    Ok(())
+}
+
+fn remove(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+/// kpt's `adjustRelPath`: paths relative to the root, package-path removed.
+fn adjust_paths(root: &Path, resources: &mut [crate::yaml::Node]) -> Result<(), String> {
+    for node in resources.iter_mut() {
+        let pkg_path = resource::annotation(node, resource::PACKAGE_PATH).unwrap_or("").to_owned();
+        let path = resource::annotation(node, resource::PATH).unwrap_or("").to_owned();
+        let new_path = if pkg_path.is_empty() {
+            path.clone()
+        } else {
+            let pkg = Path::new(&pkg_path);
+            let rel = pkg.strip_prefix(root).map_err(|_| {
+                format!("subpackage {:?} is not a descendant of {:?}", pkg_path, root.display().to_string())
+            })?;
+            let rel = rel.to_string_lossy();
+            let cleaned = clean_path(&path);
+            if rel.is_empty() { cleaned } else { clean_path(&format!("{rel}/{cleaned}")) }
+        };
+        resource::set_annotation(node, resource::PATH, &new_path, Style::SINGLE_QUOTED);
+        resource::set_annotation(node, resource::LEGACY_PATH, &new_path, Style::SINGLE_QUOTED);
+        resource::remove_annotation(node, resource::PACKAGE_PATH);
+    }
+    Ok(())
+}
+
+/// Every resource of the package tree at `root` with root-relative paths
+/// (`fn source`).
+pub(crate) fn source_resources(root: &Path) -> Result<Vec<crate::yaml::Node>, String> {
+    let mut resources = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(pkg) = pending.pop() {
+        resources.extend(bridge::read_local_resources(&pkg).map_err(|failure| failure.0)?);
+        let mut subs = crate::pkg::tree::direct_subpackages(&pkg).map_err(|error| error.to_string())?;
+        subs.reverse();
+        pending.extend(subs);
+    }
+    adjust_paths(root, &mut resources)?;
+    Ok(resources)
+}
+
+/// kpt's attribution: Config Connector resources get `kpt-fn` recorded in
+/// `cnrm.cloud.google.com/blueprint`.
+fn add_attribution(resources: &mut [crate::yaml::Node]) {
+    for node in resources.iter_mut() {
+        let is_cnrm = resource::api_version(node).is_some_and(|v| v.contains(".cnrm."));
+        if !is_cnrm {
+            continue;
+        }
+        let current = resource::annotation(node, CNRM_ANNOTATION).unwrap_or("").to_owned();
+        let updated = record_attribution(&current, "kpt-fn");
+        if updated != current {
+            resource::set_annotation(node, CNRM_ANNOTATION, &updated, Style::PLAIN);
+        }
+    }
+}
+
+fn record_attribution(current: &str, group: &str) -> String {
+    if current.is_empty() {
+        return group.to_owned();
+    }
+    let parts: Vec<&str> = current.split(',').collect();
+    if parts.iter().any(|part| part.trim() == group || part.trim().starts_with("kpt-fn")) {
+        return current.to_owned();
+    }
+    format!("{current},{group}")
+}
+
+pub(crate) fn write_package(root: &Path, resources: &[crate::yaml::Node]) -> Result<(), String> {
+    let files = bridge::render_files(resources)?;
+    for (relative, content) in files {
+        let path = root.join(relative.trim_start_matches('/'));
+        if std::fs::read(&path).is_ok_and(|existing| existing == content.as_bytes()) {
+            continue;
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|error| format!("{}: {error}", parent.display()))?;
+        }
+        std::fs::write(&path, content.as_bytes()).map_err(|error| format!("{}: {error}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn write_out_dir(dir: &Path, resources: &[crate::yaml::Node]) -> Result<(), ApplyError> {
+    let mut stripped = resources.to_vec();
+    for node in &mut stripped {
+        // -o DIR re-reads the stdout list, which drops package-path but
+        // keeps path and index; the writer strips the rest.
+        resource::remove_annotation(node, resource::PACKAGE_PATH);
+    }
+    write_package(dir, &stripped).map_err(|message| ApplyError::Write { message })
+}
+
+fn save_results(results_dir: Option<&Path>, outcome: &RenderOutcome, log: &mut dyn Write) {
+    let Some(dir) = results_dir else {
+        return;
+    };
+    let exit_code = i32::from(outcome.fn_results.iter().any(|r| r.exit_code != 0));
+    let node = result_list_node(exit_code, &outcome.fn_results);
+    let text = crate::yaml::to_string(&node, SeqIndent::Wide);
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let file = dir.join("results.yaml");
+    if std::fs::write(&file, text).is_ok() {
+        let _ = writeln!(log, "For complete results, see {}", file.display());
+    }
+}
+
+/// kpt's `updateRenderStatus`: re-reads the root Kptfile from disk, sets the
+/// `Rendered` condition and `renderStatus`, and re-marshals it (§11).
+fn write_status(root: &Path, outcome: &RenderOutcome, error: Option<&HydrateError>) {
+    let file = root.join(kptfile::KPTFILE_NAME);
+    let Ok(bytes) = std::fs::read(&file) else {
+        return;
+    };
+    let Ok(kptfile) = Kptfile::parse(&String::from_utf8_lossy(&bytes), root) else {
+        return;
+    };
+    let condition = match error {
+        None => Condition { status: "True", reason: "RenderSuccess", message: String::new() },
+        Some(error) => Condition { status: "False", reason: "RenderFailed", message: error.status_message(root) },
+    };
+    let render_status = if outcome.mutation_steps.is_empty() && outcome.validation_steps.is_empty() {
+        None
+    } else {
+        let summary = if error.is_some() { error_summary(&outcome.mutation_steps, &outcome.validation_steps) } else { String::new() };
+        Some(kptfile::render_status_value(
+            outcome.mutation_steps.iter().map(StepRecord::to_value).collect(),
+            outcome.validation_steps.iter().map(StepRecord::to_value).collect(),
+            &summary,
+        ))
+    };
+    let node = kptfile.with_render_status(&condition, render_status);
+    let text = crate::yaml::to_string(&node, SeqIndent::Wide);
+    if text.as_bytes() != bytes.as_slice() {
+        let _ = std::fs::write(&file, text);
+    }
+}
+
+fn error_summary(mutation_steps: &[StepRecord], validation_steps: &[StepRecord]) -> String {
+    let mut lines = Vec::new();
+    for step in mutation_steps.iter().chain(validation_steps) {
+        if !step.execution_error.is_empty() {
+            lines.push(format!("{}: {}", step.display_name(), step.execution_error));
+        } else if step.exit_code != 0 {
+            lines.push(format!("{}: exit code {}", step.display_name(), step.exit_code));
+        }
+    }
+    lines.join("\n")
+}

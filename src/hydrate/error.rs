@@ -1,0 +1,91 @@
+//! Render failures in the two shapes kpt shows them: the error chain kpt
+//! records in the root Kptfile's `Rendered` condition (`pkg.render: pkg
+//! ./db:\n\tpipeline.run: ...`, root path replaced by `.` when written), and
+//! the line the CLI prints (`Error: ...`, a bare `Kptfile is invalid:`
+//! block, or nothing when the failure was already reported).
+
+use std::path::Path;
+
+use crate::pkg::kptfile::KptfileError;
+
+/// How the CLI reports a failure at the end of the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// The function's output was already printed (`[FAIL]`, `Exit code:`).
+    Handled,
+    /// `Error: <text>`.
+    Error(String),
+    /// The text alone (kpt prints Kptfile validation errors this way).
+    Plain(String),
+}
+
+impl Report {
+    /// The report for a Kptfile error.
+    pub fn kptfile(error: &KptfileError) -> Report {
+        match error {
+            KptfileError::Invalid { .. } => Report::Plain(error.to_string()),
+            _ => Report::Error(error.to_string()),
+        }
+    }
+
+    /// The text written to stderr (with kpt's trailing space before the newline).
+    pub fn stderr_text(&self) -> Option<String> {
+        match self {
+            Report::Handled => None,
+            Report::Error(text) => Some(format!("Error: {text} \n")),
+            Report::Plain(text) => Some(format!("{text} \n")),
+        }
+    }
+}
+
+/// A failed render.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{chain}")]
+pub struct HydrateError {
+    /// kpt's error chain text with absolute package paths.
+    pub chain: String,
+    /// What the CLI prints.
+    pub report: Report,
+}
+
+impl HydrateError {
+    /// The chain as written into the root Kptfile: the root path becomes `.`.
+    pub fn status_message(&self, root: &Path) -> String {
+        self.chain.replace(&root.display().to_string(), ".")
+    }
+
+    /// `pkg.render: pkg <pkg>:\n\tpipeline.run: <message>` — a pipeline
+    /// failure inside `pkg`, reported under `outer` (the same package in
+    /// depth-first order, the root in breadth-first order).
+    pub fn pipeline(outer: &Path, pkg: &Path, message: &str, report: Report) -> HydrateError {
+        let inner = if outer == pkg {
+            format!("pipeline.run: {message}")
+        } else {
+            format!("pipeline.run: pkg {}: {message}", pkg.display())
+        };
+        HydrateError { chain: format!("pkg.render: pkg {}:\n\t{inner}", outer.display()), report }
+    }
+
+    /// `pkg.render: pkg <pkg>: <message>` — a failure that is not a kpt error.
+    pub fn plain(pkg: &Path, message: &str, report: Report) -> HydrateError {
+        HydrateError { chain: format!("pkg.render: pkg {}: {message}", pkg.display()), report }
+    }
+
+    /// A subpackage Kptfile that cannot be read, found while listing the
+    /// subpackages of `parent`.
+    pub fn subpackage_kptfile(parent: &Path, sub: &Path, error: &KptfileError) -> HydrateError {
+        let details = match error {
+            KptfileError::Unreadable { details, .. } => details.clone(),
+            other => other.to_string(),
+        };
+        HydrateError {
+            chain: format!(
+                "pkg.render: pkg {}:\n\tpkg.Subpackages: pkg {}: error reading Kptfile at {:?}: {details}",
+                parent.display(),
+                sub.display(),
+                sub.display().to_string()
+            ),
+            report: Report::kptfile(error),
+        }
+    }
+}

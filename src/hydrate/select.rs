@@ -1,0 +1,86 @@
+//! Step selection (`selectors` / `exclude`): which resources a step sees,
+//! kpt's temporary resource-id annotation, and merging a selective step's
+//! output back into the full resource list.
+
+use crate::krm::resource;
+use crate::pkg::kptfile::Selector;
+use crate::yaml::node::{Node, Style};
+
+/// kpt's temporary id annotation for selective steps.
+pub const RESOURCE_ID: &str = "internal.config.k8s.io/kpt-resource-id";
+
+fn map_matches(resource_node: &Node, field: &str, wanted: &std::collections::BTreeMap<String, String>) -> bool {
+    let actual = resource_node.root().get_path(&["metadata", field]);
+    wanted.iter().all(|(key, value)| {
+        actual
+            .and_then(|map| map.get(key))
+            .is_some_and(|found| found.is_scalar() && found.value == *value)
+    })
+}
+
+fn matches(node: &Node, selector: &Selector) -> bool {
+    let field_ok = |wanted: &str, actual: Option<&str>| wanted.is_empty() || actual.unwrap_or("") == wanted;
+    field_ok(&selector.api_version, resource::api_version(node))
+        && field_ok(&selector.kind, resource::kind(node))
+        && field_ok(&selector.name, resource::name(node))
+        && field_ok(&selector.namespace, resource::namespace(node))
+        && map_matches(node, "labels", &selector.labels)
+        && map_matches(node, "annotations", &selector.annotations)
+}
+
+/// True when a step with these selectors and exclusions applies to `node`.
+pub fn is_selected(node: &Node, selectors: &[Selector], exclude: &[Selector]) -> bool {
+    let selected = selectors.is_empty() || selectors.iter().any(|selector| matches(node, selector));
+    selected && !exclude.iter().any(|selector| matches(node, selector))
+}
+
+/// Gives every resource its position as the temporary id.
+pub fn set_resource_ids(resources: &mut [Node]) {
+    for (index, node) in resources.iter_mut().enumerate() {
+        resource::set_annotation(node, RESOURCE_ID, &index.to_string(), Style::SINGLE_QUOTED);
+    }
+}
+
+/// Removes the temporary id (and an annotations map it leaves empty).
+pub fn delete_resource_ids(resources: &mut [Node]) {
+    for node in resources.iter_mut() {
+        if resource::remove_annotation(node, RESOURCE_ID) {
+            remove_empty_annotations(node);
+        }
+    }
+}
+
+fn remove_empty_annotations(node: &mut Node) {
+    let Some(metadata) = node.root_mut().get_mut("metadata") else {
+        return;
+    };
+    if metadata.get("annotations").is_some_and(|a| a.is_mapping() && a.content.is_empty()) {
+        metadata.remove("annotations");
+    }
+}
+
+/// Merges a selective step's output into the full list: selected inputs are
+/// replaced by the output with the same id (or dropped when the function
+/// deleted them), unselected ones stay where they were, and outputs without
+/// a known id (new resources) are appended.
+pub fn merge_with_input(output: Vec<Node>, input: Vec<Node>, selected_ids: &[String]) -> Vec<Node> {
+    let mut output: Vec<Option<Node>> = output.into_iter().map(Some).collect();
+    let mut merged = Vec::with_capacity(input.len());
+    for node in input {
+        let id = resource::annotation(&node, RESOURCE_ID).unwrap_or("").to_owned();
+        if !selected_ids.contains(&id) {
+            merged.push(node);
+            continue;
+        }
+        let found = output
+            .iter_mut()
+            .find(|candidate| candidate.as_ref().and_then(|c| resource::annotation(c, RESOURCE_ID)) == Some(id.as_str()));
+        if let Some(slot) = found {
+            if let Some(replacement) = slot.take() {
+                merged.push(replacement);
+            }
+        }
+    }
+    merged.extend(output.into_iter().flatten());
+    merged
+}

@@ -1,0 +1,570 @@
+//! A small model of Go's typed YAML decoding and struct marshalling, enough
+//! for the Kptfile: a static schema of Go struct types, a strict decoder with
+//! go-yaml v3's `yaml: unmarshal errors:` texts (unknown fields, kind
+//! mismatches, duplicate keys), and a marshaller that writes the decoded
+//! value back in struct field order with `omitempty` (spec §6, §11).
+//!
+//! kpt decodes the Kptfile into Go structs with `KnownFields(true)` and,
+//! since HEAD, re-marshals the root Kptfile from those structs; both effects
+//! are visible in the conformance diffs, so the schema here mirrors kpt's
+//! `pkg/api/kptfile/v1` field order and Go type names exactly.
+
+use std::collections::BTreeMap;
+
+use crate::yaml::node::{Node, NodeKind, Style, tag};
+use crate::yaml::resolve::resolve_plain;
+
+/// A Go type as far as decoding and marshalling care.
+#[derive(Debug)]
+pub(crate) enum GoType {
+    /// `string` or a string alias; the name is used in error messages.
+    Str(&'static str),
+    /// `int`.
+    Int,
+    /// `map[string]string`.
+    StrMap,
+    /// A slice of the element type; the name is the Go type (`[]v1.Function`).
+    List(&'static str, &'static GoType),
+    /// A struct type.
+    Struct(&'static GoStruct),
+}
+
+/// A Go struct type.
+#[derive(Debug)]
+pub(crate) struct GoStruct {
+    /// Qualified Go name used in errors (`v1.Function`).
+    pub(crate) name: &'static str,
+    /// Fields in declaration order.
+    pub(crate) fields: &'static [GoField],
+}
+
+/// One struct field.
+#[derive(Debug)]
+pub(crate) struct GoField {
+    /// The YAML key (empty for an inline struct).
+    pub(crate) key: &'static str,
+    /// The field's type.
+    pub(crate) ty: GoType,
+    /// `omitempty` in the tag.
+    pub(crate) omitempty: bool,
+    /// A pointer field (`*T`): present-but-empty is not "empty".
+    pub(crate) pointer: bool,
+    /// `,inline`: the struct's fields are read from the parent mapping.
+    pub(crate) inline: bool,
+}
+
+/// A decoded Go value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum GoValue {
+    /// A string.
+    Str(String),
+    /// An int.
+    Int(i64),
+    /// A `map[string]string` (`None` = nil).
+    Map(Option<BTreeMap<String, String>>),
+    /// A slice (`None` = nil).
+    List(Option<Vec<GoValue>>),
+    /// A struct; `None` is a nil pointer.
+    Struct(Option<StructValue>),
+}
+
+/// The fields of a decoded struct, by YAML key (inline fields flattened
+/// into their own nested value under the empty key's struct name).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StructValue {
+    /// Field values by schema index.
+    pub(crate) fields: BTreeMap<usize, GoValue>,
+}
+
+/// go-yaml's `yaml: unmarshal errors:` list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct UnmarshalErrors {
+    /// `line N: ...` entries in the order found.
+    pub(crate) errors: Vec<String>,
+    /// `KnownFields(true)`: unknown fields are errors.
+    strict: bool,
+}
+
+impl std::fmt::Display for UnmarshalErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("yaml: unmarshal errors:")?;
+        for error in &self.errors {
+            write!(f, "\n  {error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Decodes `node` (a document or its root) into `ty` strictly.
+pub(crate) fn decode(node: &Node, ty: &'static GoStruct) -> Result<StructValue, UnmarshalErrors> {
+    decode_with(node, ty, true)
+}
+
+/// Decodes like `yaml.Unmarshal` without `KnownFields`: unknown fields are skipped.
+pub(crate) fn decode_lenient(node: &Node, ty: &'static GoStruct) -> Result<StructValue, UnmarshalErrors> {
+    decode_with(node, ty, false)
+}
+
+fn decode_with(node: &Node, ty: &'static GoStruct, strict: bool) -> Result<StructValue, UnmarshalErrors> {
+    let mut errors = UnmarshalErrors { errors: Vec::new(), strict };
+    let value = decode_struct(node.root(), ty, &mut errors);
+    if errors.errors.is_empty() {
+        Ok(value.unwrap_or_default())
+    } else {
+        Err(errors)
+    }
+}
+
+fn short_tag(node: &Node) -> String {
+    if node.tag.is_empty() {
+        match node.kind {
+            NodeKind::Mapping => tag::MAP.to_owned(),
+            NodeKind::Sequence => tag::SEQ.to_owned(),
+            _ => resolve_plain(&node.value).to_owned(),
+        }
+    } else {
+        node.tag.clone()
+    }
+}
+
+fn type_error(node: &Node, go_type: &str, errors: &mut UnmarshalErrors) {
+    let node_tag = short_tag(node);
+    let value = if node_tag == tag::SEQ || node_tag == tag::MAP {
+        String::new()
+    } else if node.value.chars().count() > 10 {
+        let head: String = node.value.chars().take(7).collect();
+        format!(" `{head}...`")
+    } else {
+        format!(" `{}`", node.value)
+    };
+    errors.errors.push(format!(
+        "line {}: cannot unmarshal {node_tag}{value} into {go_type}",
+        node.line
+    ));
+}
+
+fn is_null(node: &Node) -> bool {
+    node.kind == NodeKind::Scalar && short_tag(node) == tag::NULL
+}
+
+fn decode_value(node: &Node, ty: &'static GoType, errors: &mut UnmarshalErrors) -> Option<GoValue> {
+    if node.kind == NodeKind::Alias {
+        // Kptfiles with aliases are not something kpt's cases exercise; treat
+        // them as absent rather than guessing go-yaml's resolution.
+        return None;
+    }
+    if is_null(node) {
+        return None;
+    }
+    match ty {
+        GoType::Str(name) => {
+            if node.kind == NodeKind::Scalar {
+                Some(GoValue::Str(node.value.clone()))
+            } else {
+                type_error(node, name, errors);
+                None
+            }
+        }
+        GoType::Int => {
+            if node.kind == NodeKind::Scalar {
+                let plain: String = node.value.chars().filter(|&c| c != '_').collect();
+                match plain.parse::<i64>() {
+                    Ok(n) if short_tag(node) == tag::INT => Some(GoValue::Int(n)),
+                    _ => {
+                        type_error(node, "int", errors);
+                        None
+                    }
+                }
+            } else {
+                type_error(node, "int", errors);
+                None
+            }
+        }
+        GoType::StrMap => {
+            if node.kind != NodeKind::Mapping {
+                type_error(node, "map[string]string", errors);
+                return None;
+            }
+            let mut map = BTreeMap::new();
+            let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+            for (key, value) in node.pairs() {
+                if let Some(first_line) = seen.get(&key.value) {
+                    errors.errors.push(format!(
+                        "line {}: mapping key {:?} already defined at line {first_line}",
+                        key.line, key.value
+                    ));
+                    continue;
+                }
+                seen.insert(key.value.clone(), key.line);
+                let text = if is_null(value) {
+                    String::new()
+                } else if value.kind == NodeKind::Scalar {
+                    value.value.clone()
+                } else {
+                    type_error(value, "string", errors);
+                    continue;
+                };
+                map.insert(key.value.clone(), text);
+            }
+            Some(GoValue::Map(Some(map)))
+        }
+        GoType::List(name, element) => {
+            if node.kind != NodeKind::Sequence {
+                type_error(node, name, errors);
+                return None;
+            }
+            let items = node
+                .content
+                .iter()
+                .map(|item| decode_value(item, element, errors).unwrap_or_else(|| zero(element)))
+                .collect();
+            Some(GoValue::List(Some(items)))
+        }
+        GoType::Struct(s) => decode_struct(node, s, errors).map(|v| GoValue::Struct(Some(v))),
+    }
+}
+
+/// The zero value of a type (what a null list element decodes to).
+fn zero(ty: &GoType) -> GoValue {
+    match ty {
+        GoType::Str(_) => GoValue::Str(String::new()),
+        GoType::Int => GoValue::Int(0),
+        GoType::StrMap => GoValue::Map(None),
+        GoType::List(..) => GoValue::List(None),
+        GoType::Struct(_) => GoValue::Struct(Some(StructValue::default())),
+    }
+}
+
+/// Finds the field for `key`, looking through inline structs. Returns the
+/// chain of field indexes.
+fn find_field(s: &'static GoStruct, key: &str) -> Option<Vec<usize>> {
+    for (index, field) in s.fields.iter().enumerate() {
+        if field.inline {
+            if let GoType::Struct(inner) = &field.ty {
+                if let Some(mut rest) = find_field(inner, key) {
+                    rest.insert(0, index);
+                    return Some(rest);
+                }
+            }
+        } else if field.key == key {
+            return Some(vec![index]);
+        }
+    }
+    None
+}
+
+fn decode_struct(node: &Node, s: &'static GoStruct, errors: &mut UnmarshalErrors) -> Option<StructValue> {
+    if is_null(node) {
+        return None;
+    }
+    if node.kind != NodeKind::Mapping {
+        type_error(node, s.name, errors);
+        return None;
+    }
+    let mut value = StructValue::default();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for (key, field_node) in node.pairs() {
+        if let Some(first_line) = seen.get(&key.value) {
+            errors.errors.push(format!(
+                "line {}: mapping key {:?} already defined at line {first_line}",
+                key.line, key.value
+            ));
+            continue;
+        }
+        seen.insert(key.value.clone(), key.line);
+        let Some(chain) = find_field(s, &key.value) else {
+            if !errors.strict {
+                continue;
+            }
+            errors.errors.push(format!(
+                "line {}: field {} not found in type {}",
+                key.line, key.value, s.name
+            ));
+            continue;
+        };
+        let Some(decoded) = field_decode(s, &chain, field_node, errors) else {
+            continue;
+        };
+        insert_chain(&mut value, s, &chain, decoded);
+    }
+    Some(value)
+}
+
+fn field_at(s: &'static GoStruct, chain: &[usize]) -> Option<&'static GoField> {
+    let (&first, rest) = chain.split_first()?;
+    let field = s.fields.get(first)?;
+    if rest.is_empty() {
+        return Some(field);
+    }
+    match &field.ty {
+        GoType::Struct(inner) => field_at(inner, rest),
+        _ => None,
+    }
+}
+
+fn field_decode(
+    s: &'static GoStruct,
+    chain: &[usize],
+    node: &Node,
+    errors: &mut UnmarshalErrors,
+) -> Option<GoValue> {
+    let field = field_at(s, chain)?;
+    decode_value(node, &field.ty, errors)
+}
+
+fn insert_chain(value: &mut StructValue, s: &'static GoStruct, chain: &[usize], decoded: GoValue) {
+    let Some((&first, rest)) = chain.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        value.fields.insert(first, decoded);
+        return;
+    }
+    let Some(field) = s.fields.get(first) else {
+        return;
+    };
+    let GoType::Struct(inner) = &field.ty else {
+        return;
+    };
+    let entry = value
+        .fields
+        .entry(first)
+        .or_insert_with(|| GoValue::Struct(Some(StructValue::default())));
+    if let GoValue::Struct(Some(inner_value)) = entry {
+        insert_chain(inner_value, inner, rest, decoded);
+    }
+}
+
+impl StructValue {
+    /// The value of the field with YAML key `key` (looking through inline fields).
+    pub(crate) fn get(&self, s: &'static GoStruct, key: &str) -> Option<&GoValue> {
+        let chain = find_field(s, key)?;
+        let mut current = self;
+        let mut current_struct = s;
+        for (position, index) in chain.iter().enumerate() {
+            let value = current.fields.get(index)?;
+            if position + 1 == chain.len() {
+                return Some(value);
+            }
+            let field = current_struct.fields.get(*index)?;
+            let GoType::Struct(inner) = &field.ty else {
+                return None;
+            };
+            let GoValue::Struct(Some(inner_value)) = value else {
+                return None;
+            };
+            current = inner_value;
+            current_struct = inner;
+        }
+        None
+    }
+
+    /// Sets the field with YAML key `key`.
+    pub(crate) fn set(&mut self, s: &'static GoStruct, key: &str, value: GoValue) {
+        if let Some(chain) = find_field(s, key) {
+            insert_chain(self, s, &chain, value);
+        }
+    }
+
+    /// The string field `key`, or "".
+    pub(crate) fn str(&self, s: &'static GoStruct, key: &str) -> &str {
+        match self.get(s, key) {
+            Some(GoValue::Str(text)) => text,
+            _ => "",
+        }
+    }
+}
+
+fn is_zero(value: &GoValue, field: &GoField) -> bool {
+    match value {
+        GoValue::Str(text) => text.is_empty(),
+        GoValue::Int(n) => *n == 0,
+        GoValue::Map(map) => map.as_ref().is_none_or(BTreeMap::is_empty),
+        GoValue::List(list) => list.as_ref().is_none_or(Vec::is_empty),
+        GoValue::Struct(None) => true,
+        GoValue::Struct(Some(inner)) => {
+            if field.pointer {
+                return false;
+            }
+            let GoType::Struct(s) = &field.ty else {
+                return false;
+            };
+            struct_is_zero(inner, s)
+        }
+    }
+}
+
+fn struct_is_zero(value: &StructValue, s: &'static GoStruct) -> bool {
+    value.fields.iter().all(|(index, v)| match s.fields.get(*index) {
+        Some(field) => is_zero(v, field),
+        None => true,
+    })
+}
+
+/// Marshals a decoded struct the way Go's `yaml.Marshal` would, producing
+/// a mapping node (block style; sequences are written with the encoder's
+/// per-document indent setting).
+pub(crate) fn marshal(value: &StructValue, s: &'static GoStruct) -> Node {
+    let mut mapping = Node::new_mapping();
+    marshal_into(&mut mapping, value, s);
+    mapping
+}
+
+fn marshal_into(mapping: &mut Node, value: &StructValue, s: &'static GoStruct) {
+    for (index, field) in s.fields.iter().enumerate() {
+        let field_value = value.fields.get(&index);
+        if field.inline {
+            if let (GoType::Struct(inner), Some(GoValue::Struct(Some(inner_value)))) = (&field.ty, field_value) {
+                marshal_into(mapping, inner_value, inner);
+            }
+            continue;
+        }
+        let field_value = match field_value {
+            Some(v) => v.clone(),
+            None => zero_for_marshal(&field.ty, field.pointer),
+        };
+        if field.omitempty && is_zero(&field_value, field) {
+            continue;
+        }
+        if let GoValue::Struct(None) = field_value {
+            // A nil pointer without omitempty is written as null.
+            mapping.content.push(key_node(field.key));
+            mapping.content.push(Node::new_scalar(tag::NULL, "null"));
+            continue;
+        }
+        mapping.content.push(key_node(field.key));
+        mapping.content.push(marshal_value(&field_value, &field.ty));
+    }
+}
+
+fn zero_for_marshal(ty: &GoType, pointer: bool) -> GoValue {
+    match ty {
+        GoType::Struct(_) if pointer => GoValue::Struct(None),
+        other => zero(other),
+    }
+}
+
+fn key_node(key: &str) -> Node {
+    string_node(key)
+}
+
+fn marshal_value(value: &GoValue, ty: &GoType) -> Node {
+    match (value, ty) {
+        (GoValue::Str(text), _) => string_node(text),
+        (GoValue::Int(n), _) => Node::new_scalar(tag::INT, n.to_string()),
+        (GoValue::Map(map), _) => {
+            let mut node = Node::new_mapping();
+            for (key, text) in map.iter().flatten() {
+                node.content.push(string_node(key));
+                node.content.push(string_node(text));
+            }
+            node
+        }
+        (GoValue::List(list), GoType::List(_, element)) => {
+            let mut node = Node::new_sequence();
+            for item in list.iter().flatten() {
+                node.content.push(marshal_value(item, element));
+            }
+            node
+        }
+        (GoValue::Struct(Some(inner)), GoType::Struct(s)) => marshal(inner, s),
+        _ => Node::new_scalar(tag::NULL, "null"),
+    }
+}
+
+/// YAML 1.1 booleans go-yaml's marshaller still quotes.
+fn is_yaml11_bool(text: &str) -> bool {
+    matches!(
+        text,
+        "y" | "Y"
+            | "yes"
+            | "Yes"
+            | "YES"
+            | "on"
+            | "On"
+            | "ON"
+            | "n"
+            | "N"
+            | "no"
+            | "No"
+            | "NO"
+            | "off"
+            | "Off"
+            | "OFF"
+    )
+}
+
+/// YAML 1.1 base-60 numbers (`1:20`), which go-yaml's marshaller quotes.
+fn is_base60(text: &str) -> bool {
+    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (int_part, frac) = match body.split_once('.') {
+        Some((a, b)) => (a, Some(b)),
+        None => (body, None),
+    };
+    if let Some(frac) = frac {
+        if !frac.chars().all(|c| c.is_ascii_digit() || c == '_') {
+            return false;
+        }
+    }
+    let mut parts = int_part.split(':');
+    let Some(head) = parts.next() else {
+        return false;
+    };
+    let mut head_chars = head.chars();
+    if !head_chars.next().is_some_and(|c| c.is_ascii_digit()) || !head_chars.all(|c| c.is_ascii_digit() || c == '_') {
+        return false;
+    }
+    let mut any = false;
+    for part in parts {
+        any = true;
+        let ok = match part.len() {
+            1 => part.chars().all(|c| c.is_ascii_digit()),
+            2 => {
+                let bytes = part.as_bytes();
+                bytes.first().is_some_and(|b| (b'0'..=b'5').contains(b)) && bytes.get(1).is_some_and(u8::is_ascii_digit)
+            }
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    any
+}
+
+/// A string node styled as Go's struct marshaller styles a `string` (§6):
+/// literal when multi-line, double-quoted when it would read back as another
+/// type (including YAML 1.1 booleans and base-60 numbers), plain otherwise
+/// (the emitter may still choose single quotes).
+pub(crate) fn string_node(text: &str) -> Node {
+    let mut node = Node::new_string(text);
+    if text.contains('\n') {
+        node.style = Style::LITERAL;
+    } else if resolve_plain(text) != tag::STR || is_yaml11_bool(text) || is_base60(text) {
+        node.style = Style::DOUBLE_QUOTED;
+    }
+    node
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base60_detection() {
+        assert!(is_base60("1:20"));
+        assert!(is_base60("-1:30.5"));
+        assert!(!is_base60("1:2:3a"));
+        assert!(!is_base60("~0.2"));
+        assert!(!is_base60("0.4.1 - 0.4.3"));
+    }
+
+    #[test]
+    fn string_styles() {
+        assert_eq!(string_node("True").style, Style::DOUBLE_QUOTED);
+        assert_eq!(string_node("yes").style, Style::DOUBLE_QUOTED);
+        assert_eq!(string_node("").style, Style::DOUBLE_QUOTED);
+        assert_eq!(string_node("./x").style, Style::PLAIN);
+        assert_eq!(string_node("a\nb").style, Style::LITERAL);
+    }
+}
