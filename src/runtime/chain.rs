@@ -40,7 +40,10 @@ pub struct ImageEvaluator {
 
 impl ImageEvaluator {
     /// An evaluator over a loaded (or failed) table.
-    pub fn new(table: Result<FunctionTable, ConfigError>, options: &ChainOptions) -> ImageEvaluator {
+    pub fn new(
+        table: Result<FunctionTable, ConfigError>,
+        options: &ChainOptions,
+    ) -> ImageEvaluator {
         ImageEvaluator {
             table,
             pull_policy: options.image_pull_policy.clone(),
@@ -79,12 +82,9 @@ impl Evaluator for ImageEvaluator {
                 Box::new(self.container(None)),
             ])
             .evaluate(&request),
-            Route::Executable(path) => run_process(
-                &path.to_string_lossy(),
-                &[],
-                request.input,
-                request.timeout,
-            ),
+            Route::Executable(path) => {
+                run_process(&path.to_string_lossy(), &[], request.input, request.timeout)
+            }
             Route::Container { pull_policy } => self.container(pull_policy).evaluate(&request),
         }
     }

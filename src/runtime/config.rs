@@ -249,7 +249,10 @@ pull_policy = "IfNotPresent"
 
     #[test]
     fn unknown_keys_are_errors() {
-        let err = FunctionTable::parse("[[function]]\nimage = \"x\"\nbogus = 1\n", Path::new("r.toml"));
+        let err = FunctionTable::parse(
+            "[[function]]\nimage = \"x\"\nbogus = 1\n",
+            Path::new("r.toml"),
+        );
         assert!(matches!(err, Err(ConfigError::Invalid { .. })));
     }
 }

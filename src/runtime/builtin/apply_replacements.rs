@@ -105,7 +105,10 @@ impl Selector {
         field(&self.group, group)
             && field(&self.version, version)
             && field(&self.kind, item.get_str(&["kind"]).unwrap_or_default())
-            && field(&self.name, item.get_str(&["metadata", "name"]).unwrap_or_default())
+            && field(
+                &self.name,
+                item.get_str(&["metadata", "name"]).unwrap_or_default(),
+            )
             && field(wanted_namespace, namespace)
             && label_selector_matches(&self.label_selector, item.get_path(&["metadata", "labels"]))
             && label_selector_matches(
@@ -129,7 +132,9 @@ fn label_selector_matches(selector: &str, labels: Option<&Node>) -> bool {
             };
             if let Some((key, value)) = term.split_once("!=") {
                 get(key) != Some(value.trim())
-            } else if let Some((key, value)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            } else if let Some((key, value)) =
+                term.split_once("==").or_else(|| term.split_once('='))
+            {
                 get(key) == Some(value.trim())
             } else if let Some(key) = term.strip_prefix('!') {
                 get(key).is_none()
@@ -186,7 +191,10 @@ fn apply(items: &mut [Node], replacement: &Node) -> Result<(), String> {
                     .ok()
                     .and_then(|i| parts.get(i))
                     .ok_or_else(|| {
-                        format!("options.index {index} is out of bounds for value {}", value.value)
+                        format!(
+                            "options.index {index} is out of bounds for value {}",
+                            value.value
+                        )
                     })?;
                 value.value = (*piece).to_owned();
             }
@@ -210,9 +218,11 @@ fn apply(items: &mut [Node], replacement: &Node) -> Result<(), String> {
             })
             .unwrap_or_default();
         let field_paths: Vec<String> = match target.get("fieldPaths") {
-            Some(paths) if paths.is_sequence() => {
-                paths.content.iter().map(|path| path.value.clone()).collect()
-            }
+            Some(paths) if paths.is_sequence() => paths
+                .content
+                .iter()
+                .map(|path| path.value.clone())
+                .collect(),
             _ => vec!["metadata.name".to_owned()],
         };
         let options = target.get("options");
@@ -232,13 +242,22 @@ fn apply(items: &mut [Node], replacement: &Node) -> Result<(), String> {
             for field_path in &field_paths {
                 let segments = parse_path(field_path);
                 let mut count = 0;
-                set_all(item, &segments, &value, delimiter.as_deref(), index, &mut count);
+                set_all(
+                    item,
+                    &segments,
+                    &value,
+                    delimiter.as_deref(),
+                    index,
+                    &mut count,
+                );
                 if count == 0 {
                     if create && create_path(item, &segments, &value) {
                         continue;
                     }
                     return Err(if create {
-                        format!("unable to find or create field \"{field_path}\" in replacement target")
+                        format!(
+                            "unable to find or create field \"{field_path}\" in replacement target"
+                        )
                     } else {
                         format!("unable to find field \"{field_path}\" in replacement target")
                     });
@@ -389,14 +408,10 @@ fn set_value(target: &mut Node, value: &Node, delimiter: Option<&str>, index: i6
     match delimiter {
         None => target.value = value.value.clone(),
         Some(delimiter) => {
-            let mut parts: Vec<String> =
-                target.value.split(delimiter).map(str::to_owned).collect();
+            let mut parts: Vec<String> = target.value.split(delimiter).map(str::to_owned).collect();
             if index < 0 {
                 parts.insert(0, value.value.clone());
-            } else if let Some(part) = usize::try_from(index)
-                .ok()
-                .and_then(|i| parts.get_mut(i))
-            {
+            } else if let Some(part) = usize::try_from(index).ok().and_then(|i| parts.get_mut(i)) {
                 *part = value.value.clone();
             } else {
                 parts.push(value.value.clone());

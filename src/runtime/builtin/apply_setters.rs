@@ -186,7 +186,9 @@ fn derive_from_current(pattern: &str, current: &str) -> BTreeMap<String, String>
     if let Some(captures) = regex.captures(current) {
         for (i, name) in names.into_iter().enumerate() {
             if let Some(capture) = captures.get(i + 1) {
-                found.entry(name).or_insert_with(|| capture.as_str().to_owned());
+                found
+                    .entry(name)
+                    .or_insert_with(|| capture.as_str().to_owned());
             }
         }
     }

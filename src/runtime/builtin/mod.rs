@@ -83,7 +83,9 @@ impl Builtin {
 
     /// The builtin for a catalog name (no prefix, no tag).
     pub fn from_name(name: &str) -> Option<Builtin> {
-        Builtin::ALL.into_iter().find(|builtin| builtin.name() == name)
+        Builtin::ALL
+            .into_iter()
+            .find(|builtin| builtin.name() == name)
     }
 
     /// The builtin implementing `image`, if any: the image must be a catalog
@@ -184,9 +186,7 @@ impl Evaluator for BuiltinEvaluator {
         let response = catch_unwind(AssertUnwindSafe(|| {
             builtin.evaluate_bytes(request.input, deadline)
         }))
-            .map_err(|_| {
-                EvalError::ExecutionFailed(format!("builtin {} panicked", builtin.name()))
-            })?;
+        .map_err(|_| EvalError::ExecutionFailed(format!("builtin {} panicked", builtin.name())))?;
         if started.elapsed() > request.timeout {
             return Err(EvalError::TimedOut(request.timeout));
         }
@@ -219,7 +219,10 @@ mod tests {
                 "ghcr.io/kptdev/krm-functions-catalog/wasm/set-namespace:v0.5.1",
                 None,
             ),
-            ("ghcr.io/kptdev/krm-functions-catalog/not-exist:latest", None),
+            (
+                "ghcr.io/kptdev/krm-functions-catalog/not-exist:latest",
+                None,
+            ),
             ("example.com/set-namespace:latest", None),
             (
                 "ghcr.io/kptdev/krm-functions-catalog/apply-setters@sha256:abc",

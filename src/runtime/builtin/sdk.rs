@@ -31,8 +31,8 @@ pub(crate) struct ResourceList {
 impl ResourceList {
     /// Parses the ResourceList document kpt writes to a function's stdin.
     pub(crate) fn parse(input: &[u8]) -> Result<ResourceList, String> {
-        let text = std::str::from_utf8(input)
-            .map_err(|err| format!("input is not valid UTF-8: {err}"))?;
+        let text =
+            std::str::from_utf8(input).map_err(|err| format!("input is not valid UTF-8: {err}"))?;
         let document = parse_document(text).map_err(|err| err.to_string())?;
         let Some(document) = document else {
             return Ok(ResourceList {

@@ -128,11 +128,16 @@ impl Config {
         }
         let get = |key: &str| values.get(key).cloned();
         if get("by-value").is_some() && get("by-value-regex").is_some() {
-            return Err("only one of [\"by-value\", \"by-value-regex\"] can be provided".to_owned());
+            return Err(
+                "only one of [\"by-value\", \"by-value-regex\"] can be provided".to_owned(),
+            );
         }
         let by_value_regex = match get("by-value-regex") {
             Some(pattern) => Some(Regex::new(&format!("^(?:{pattern})$")).map_err(|err| {
-                format!("failed to compile input pattern {}: {err}", go_quote(&pattern))
+                format!(
+                    "failed to compile input pattern {}: {err}",
+                    go_quote(&pattern)
+                )
             })?),
             None => None,
         };
@@ -210,7 +215,8 @@ fn match_element(element: &str, pattern: &str) -> bool {
     else {
         return false;
     };
-    (pattern_name == "*" || pattern_name == name) && (pattern_index == "*" || pattern_index == index)
+    (pattern_name == "*" || pattern_name == name)
+        && (pattern_index == "*" || pattern_index == index)
 }
 
 fn split_index(element: &str) -> Option<(&str, &str)> {
@@ -336,7 +342,10 @@ mod tests {
         assert!(m("spec.replicas", "spec.replicas"));
         assert!(m("spec.replicas", "*.replicas"));
         assert!(m("spec.template.spec.containers[0].image", "**.image"));
-        assert!(m("spec.template.spec.containers[0].image", "spec.**.containers[*].image"));
+        assert!(m(
+            "spec.template.spec.containers[0].image",
+            "spec.**.containers[*].image"
+        ));
         assert!(!m("spec.template", "spec.replicas"));
         assert!(m("metadata.name", "**.name"));
     }

@@ -33,7 +33,15 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
             for spec in &specs {
                 let segments: Vec<&str> = spec.path.split('/').filter(|s| !s.is_empty()).collect();
                 let mut touched = Vec::new();
-                set_at(item, &segments, spec.create, key, value, &mut Vec::new(), &mut touched);
+                set_at(
+                    item,
+                    &segments,
+                    spec.create,
+                    key,
+                    value,
+                    &mut Vec::new(),
+                    &mut touched,
+                );
                 for field_path in touched {
                     recorded
                         .entry((file.clone(), index, field_path))

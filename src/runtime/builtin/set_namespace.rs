@@ -138,7 +138,10 @@ fn table_scope(api_version: &str, kind: &str) -> Option<Scope> {
             &["CustomResourceDefinition"],
         ),
         (
-            &["apiregistration.k8s.io/v1", "apiregistration.k8s.io/v1beta1"],
+            &[
+                "apiregistration.k8s.io/v1",
+                "apiregistration.k8s.io/v1beta1",
+            ],
             &["APIService"],
         ),
         (
@@ -153,7 +156,10 @@ fn table_scope(api_version: &str, kind: &str) -> Option<Scope> {
             &["networking.k8s.io/v1", "networking.k8s.io/v1beta1"],
             &["IngressClass"],
         ),
-        (&["node.k8s.io/v1", "node.k8s.io/v1beta1"], &["RuntimeClass"]),
+        (
+            &["node.k8s.io/v1", "node.k8s.io/v1beta1"],
+            &["RuntimeClass"],
+        ),
         (&["policy/v1beta1"], &["PodSecurityPolicy"]),
         (
             &[
@@ -300,7 +306,11 @@ impl Changes<'_> {
     /// `default`) given the object's `origin`, records a change, and returns
     /// the value to write back.
     fn visit(&mut self, item_label: &dyn Fn() -> String, current: &str, origin: &str) -> String {
-        let current = if current.is_empty() { "default" } else { current };
+        let current = if current.is_empty() {
+            "default"
+        } else {
+            current
+        };
         if let Some(matcher) = &self.config.matcher {
             if origin == matcher {
                 self.origin_results.push(FnResult::info(format!(
@@ -420,7 +430,10 @@ fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failu
         }
         let label = short_string(&items[i]);
         let label = || label.clone();
-        let api_version = items[i].get_str(&["apiVersion"]).unwrap_or_default().to_owned();
+        let api_version = items[i]
+            .get_str(&["apiVersion"])
+            .unwrap_or_default()
+            .to_owned();
         let kind = items[i].get_str(&["kind"]).unwrap_or_default().to_owned();
         let path: &[&str] = match (api_version.as_str(), kind.as_str()) {
             ("v1", "Namespace") => &["metadata", "name"],

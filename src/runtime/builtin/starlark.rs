@@ -84,7 +84,9 @@ struct Program {
 impl Program {
     fn from_function_config(config: Option<&Node>) -> Result<Program, String> {
         let Some(config) = config else {
-            return Err("FunctionConfig is missing. Expect `ConfigMap` or `StarlarkRun`".to_owned());
+            return Err(
+                "FunctionConfig is missing. Expect `ConfigMap` or `StarlarkRun`".to_owned(),
+            );
         };
         let api_version = config.get_str(&["apiVersion"]).unwrap_or_default();
         let kind = config.get_str(&["kind"]).unwrap_or_default();
@@ -173,7 +175,10 @@ fn execute(
                 heap.alloc_str("kind").to_value(),
                 heap.alloc_str("ResourceList").to_value(),
             ),
-            (heap.alloc_str("items").to_value(), heap.alloc(AllocList(items))),
+            (
+                heap.alloc_str("items").to_value(),
+                heap.alloc(AllocList(items)),
+            ),
             (heap.alloc_str("functionConfig").to_value(), config),
         ]));
         let environment = heap.alloc(AllocDict(Vec::<(Value, Value)>::new()));
@@ -256,9 +261,7 @@ fn go_parse_message(message: &str) -> String {
             let token = other.trim_matches('\'').trim_matches('"');
             if token.starts_with(|c: char| c.is_ascii_digit()) {
                 "int literal".to_owned()
-            } else if token.chars().all(|c| c.is_alphanumeric() || c == '_')
-                && !is_keyword(token)
-            {
+            } else if token.chars().all(|c| c.is_alphanumeric() || c == '_') && !is_keyword(token) {
                 "identifier".to_owned()
             } else {
                 format!("'{token}'")
@@ -323,7 +326,11 @@ fn go_runtime_message(message: &str) -> String {
 
 /// Converts a node to a starlark value on `heap`; mappings keep document
 /// order, scalars follow their resolved tag, aliases are expanded.
-fn node_to_value<'v>(node: &Node, heap: Heap<'v>, anchors: &mut HashMap<String, Node>) -> Value<'v> {
+fn node_to_value<'v>(
+    node: &Node,
+    heap: Heap<'v>,
+    anchors: &mut HashMap<String, Node>,
+) -> Value<'v> {
     if !node.anchor.is_empty() {
         anchors.insert(node.anchor.clone(), node.clone());
     }
@@ -597,12 +604,16 @@ fn natural_less(a: &str, b: &str) -> Ordering {
         }
         let mut ai = i;
         while ai < ar.len() && ar[ai].is_ascii_digit() {
-            an = an.saturating_mul(10).saturating_add(i64::from(ar[ai] as u8 - b'0'));
+            an = an
+                .saturating_mul(10)
+                .saturating_add(i64::from(ar[ai] as u8 - b'0'));
             ai += 1;
         }
         let mut bi = i;
         while bi < br.len() && br[bi].is_ascii_digit() {
-            bn = bn.saturating_mul(10).saturating_add(i64::from(br[bi] as u8 - b'0'));
+            bn = bn
+                .saturating_mul(10)
+                .saturating_add(i64::from(br[bi] as u8 - b'0'));
             bi += 1;
         }
         if an != bn {
@@ -667,24 +678,91 @@ mod tests {
 mod engine_tests {
     use super::*;
 
-    fn run_source(name: &str, source: &str) -> Result<Vec<Node>, String> {
+    fn run_source(source: &str, limits: Limits) -> (Result<Vec<Node>, String>, String) {
         let program = Program {
-            name: name.to_owned(),
+            name: "httpbin-gen".to_owned(),
             source: source.to_owned(),
         };
         let input = ResourceList {
-            items: Vec::new(),
+            items: vec![Node::new_mapping()],
             function_config: None,
         };
         let printed = RefCell::new(String::new());
-        execute(&program, &input, Limits::default(), &printed)
+        let result = execute(&program, &input, limits, &printed);
+        (result, printed.into_inner())
+    }
+
+    fn error_of(source: &str) -> String {
+        match run_source(source, Limits::default()).0 {
+            Err(message) => message,
+            Ok(_) => "succeeded".to_owned(),
+        }
     }
 
     #[test]
-    fn messages() {
-        let src = "# AND conditional has syntax error forcing fn to fail\ndef isHTTPBin(r):\n  return r[\"apiVersion\"] == \"apps/v1\" and r[\"kind\"] == \"Deployment\" and \n  r[\"metadata\"][\"name\"] == \"httpbin\"\n";
-        for s in [src, "x = y\n", "fail('a', 1)\n", "d = {}\nd['x']\n", "1 + 'a'\n", "while True:\n  pass\n", "def f():\n  for x in range(10):\n    f()\nf()\n", "x = [1][5]\n"] {
-            eprintln!("{:?}", run_source("httpbin-gen", s));
-        }
+    fn syntax_errors_use_go_wording_and_positions() {
+        let source = "# AND conditional has syntax error forcing fn to fail\ndef isHTTPBin(r):\n  return r[\"apiVersion\"] == \"apps/v1\" and r[\"kind\"] == \"Deployment\" and \n  r[\"metadata\"][\"name\"] == \"httpbin\"\n";
+        assert_eq!(
+            error_of(source),
+            "httpbin-gen:3:73: got newline, want primary expression"
+        );
+    }
+
+    #[test]
+    fn fail_and_runtime_errors() {
+        assert_eq!(error_of("fail('intentional', 1)\n"), "fail: intentional 1");
+        assert_eq!(error_of("x = y\n"), "httpbin-gen:1:5: undefined: y");
+        assert_eq!(error_of("d = {}\nd['x']\n"), "key \"x\" not in dict");
+        assert_eq!(error_of("1 + 'a'\n"), "unknown binary op: int + string");
+    }
+
+    #[test]
+    fn sandbox_has_no_load_and_no_file_system() {
+        assert!(error_of("load('krmfn.star', 'x')\n").starts_with("httpbin-gen:1:1:"));
+        assert_eq!(
+            error_of("open('/etc/passwd')\n"),
+            "httpbin-gen:1:1: undefined: open"
+        );
+    }
+
+    #[test]
+    fn runaway_loops_stop_at_the_step_budget() {
+        let limits = Limits {
+            max_ticks: 10_000,
+            deadline: None,
+        };
+        let (result, _) = run_source("for i in range(1000000000):\n  pass\n", limits);
+        assert_eq!(
+            result.err().as_deref(),
+            Some("Execution duration limit of 10000 ticks has been exceeded")
+        );
+        let limits = Limits {
+            max_ticks: u64::MAX,
+            deadline: Some(Instant::now()),
+        };
+        let (result, _) = run_source("for i in range(1000000000):\n  pass\n", limits);
+        assert!(result.is_err());
+    }
+
+    #[test]
+    fn print_goes_to_stderr_and_items_come_back_sorted() {
+        let (result, printed) = run_source(
+            "print('a', 1)\nctx.resource_list['items'][0]['b'] = {'z': 1.0, 'a': [True, None, 'yes']}\nctx.resource_list['items'][0]['a'] = 2\n",
+            Limits::default(),
+        );
+        assert_eq!(printed, "a 1\n");
+        let items = result.unwrap_or_default();
+        let item = &items[0];
+        let keys: Vec<&str> = item.pairs().map(|(key, _)| key.value.as_str()).collect();
+        assert_eq!(keys, ["a", "b"]);
+        let inner = item.get("b").cloned().unwrap_or_else(Node::new_mapping);
+        assert_eq!(inner.get_str(&["z"]), Some("1"));
+        let list = inner
+            .get("a")
+            .map(|list| list.content.clone())
+            .unwrap_or_default();
+        assert_eq!(list[0].value, "true");
+        assert_eq!(list[1].tag, tag::NULL);
+        assert_eq!(list[2].style, Style::DOUBLE_QUOTED);
     }
 }
