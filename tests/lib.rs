@@ -4,3 +4,4 @@ mod pkg_rw;
 mod yaml_golden;
 mod yaml_parse;
 mod yaml_golden_identity;
+mod krm_wire;
