@@ -1,4 +1,6 @@
 //! The integration test binary: one module per feature.
+mod builtins_chain;
 mod pkg_rw;
 mod yaml_golden;
 mod yaml_parse;
+mod yaml_golden_identity;
