@@ -1,1 +1,5 @@
 //! The integration test binary: one module per feature.
+mod builtins_chain;
+mod pkg_rw;
+mod yaml_golden;
+mod yaml_parse;
