@@ -3,3 +3,4 @@ mod builtins_chain;
 mod pkg_rw;
 mod yaml_golden;
 mod yaml_parse;
+mod yaml_golden_identity;
