@@ -44,7 +44,7 @@ use super::resource_list::{
     kyaml_set_annotation,
 };
 use crate::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
-use crate::yaml::node::Node;
+use crate::yaml::node::{Node, NodeKind};
 
 /// The prefix of kyaml's internal annotations.
 const INTERNAL_PREFIX: &str = "internal.config.kubernetes.io/";
@@ -97,9 +97,9 @@ pub enum StepError<E: std::fmt::Display> {
 /// A successful call, before the pipeline's reconciliation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepOutput {
-    /// The output resources, in the function's order: bare mappings for
-    /// list items (Document nodes when the function printed plain documents),
-    /// with comments and key order restored and default paths set.
+    /// The output resources, in the function's order: bare root nodes
+    /// (mappings), with comments and key order restored and default paths
+    /// set.
     pub resources: Vec<Node>,
     /// The `results` of the function's output list, if any.
     pub results: Option<Node>,
@@ -149,6 +149,15 @@ pub fn run_function<E: std::fmt::Display>(
             error,
             function_error: exit.status.err(),
         });
+    }
+    // kpt keeps only the root of each output document: document-level
+    // comments of plain-document output (copied from the input or written by
+    // the function) never reach the files, as recorded with kpt.
+    for node in &mut resources {
+        if node.kind == NodeKind::Document && !node.content.is_empty() {
+            let root = node.content.swap_remove(0);
+            *node = root;
+        }
     }
     if let Err(error) = exit.status {
         return Err(StepError::Function {
