@@ -4,3 +4,4 @@ mod builtins_fixtures;
 mod pkg_rw;
 mod yaml_golden;
 mod yaml_parse;
+mod yaml_golden_identity;

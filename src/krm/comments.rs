@@ -1,0 +1,261 @@
+//! Copying comments from a function's input resource onto its output
+//! (kyaml `comments.CopyComments`, spec §8.4 step 1).
+//!
+//! Functions often drop comments (they parse and re-serialise). kyaml walks
+//! the input and output trees together and fills every *empty* comment slot
+//! of the output from the matching input node:
+//! - at the top, the input's raw node (its Document wrapper, when it has
+//!   one) gives the output root mapping its head/line/foot comments, which is
+//!   how a document head comment becomes a mapping head comment;
+//! - mappings are matched field by field (first occurrence of each key),
+//!   keys included; fields only in the input are skipped, fields only in the
+//!   output are visited only for the folded-scalar rule below;
+//! - sequences are matched by position, and only elements with the same
+//!   `value` (scalars with unchanged text, or any two collections) get
+//!   their comments — recursively, as a fresh copy;
+//! - every output scalar the walk reaches that is folded (`>`) becomes
+//!   double-quoted (an old kpt workaround);
+//! - a node whose kind changed (mapping → scalar, …) fails the walk with
+//!   kyaml's `wrong node kind` error.
+//!
+//! Merge-key walking of associative lists of known Kubernetes kinds is not
+//! done: it only differs from the positional walk when a function reorders
+//! or inserts list elements.
+
+use super::resource_list::{WireError, is_null, wrong_node_kind};
+use crate::yaml::node::{Node, NodeKind, Style};
+
+/// Copies comments from `from` (the input resource, Document or Mapping)
+/// into the empty comment slots of `to` (the output resource).
+pub fn copy_comments(from: &Node, to: &mut Node) -> Result<(), WireError> {
+    let to = to.root_mut();
+    // The raw input node (the Document wrapper, when there is one) fills the
+    // output root's slots; kyaml's walk then visits the root mapping with the
+    // same raw node, so the input mapping's own slots are never used here.
+    fill_slots(from, to);
+    if from.kind == NodeKind::Document && from.root().is_mapping() && to.is_mapping() {
+        return walk_map(Some(from.root()), Some(to), false);
+    }
+    walk(Some(from.root()), Some(to))
+}
+
+/// kyaml's `copy`: each empty slot of `to` takes `from`'s text.
+fn fill_slots(from: &Node, to: &mut Node) {
+    if to.head_comment.is_empty() {
+        to.head_comment.clone_from(&from.head_comment);
+    }
+    if to.line_comment.is_empty() {
+        to.line_comment.clone_from(&from.line_comment);
+    }
+    if to.foot_comment.is_empty() {
+        to.foot_comment.clone_from(&from.foot_comment);
+    }
+}
+
+/// kyaml `IsMissingOrNull`.
+fn missing_or_null(node: Option<&Node>) -> bool {
+    node.is_none_or(is_null)
+}
+
+/// One step of kyaml's two-source `Walker`: the kind comes from the first
+/// source that is present and not null; the other must match unless null.
+fn walk(from: Option<&Node>, to: Option<&mut Node>) -> Result<(), WireError> {
+    let kind = if !missing_or_null(from) {
+        from.map(|node| node.kind)
+    } else if !missing_or_null(to.as_deref()) {
+        to.as_deref().map(|node| node.kind)
+    } else {
+        None
+    };
+    match kind {
+        Some(NodeKind::Mapping) | None => {
+            check_kind(NodeKind::Mapping, from, to.as_deref())?;
+            walk_map(from, to, true)
+        }
+        Some(NodeKind::Sequence) => {
+            check_kind(NodeKind::Sequence, from, to.as_deref())?;
+            walk_list(from, to)
+        }
+        Some(NodeKind::Scalar) => {
+            check_kind(NodeKind::Scalar, from, to.as_deref())?;
+            visit_scalar(from, to);
+            Ok(())
+        }
+        // Documents and aliases are not walked.
+        Some(_) => Ok(()),
+    }
+}
+
+/// kyaml `ErrorIfAnyInvalidAndNonNull` (the "empty nodes as maps" case
+/// checks nothing: both sources are null or missing there).
+fn check_kind(expected: NodeKind, from: Option<&Node>, to: Option<&Node>) -> Result<(), WireError> {
+    for node in [from, to].into_iter().flatten() {
+        if !is_null(node) && node.kind != expected {
+            return Err(wrong_node_kind(expected, node));
+        }
+    }
+    Ok(())
+}
+
+fn walk_map(from: Option<&Node>, to: Option<&mut Node>, fill: bool) -> Result<(), WireError> {
+    // kyaml's VisitMap copies the slots and returns the input node; with no
+    // input node the walk stops here.
+    let Some(from) = from else {
+        return Ok(());
+    };
+    let Some(to) = to else {
+        // Nothing to fill, but the input side would still be walked in
+        // kyaml; that has no effect on the output.
+        return Ok(());
+    };
+    if fill {
+        fill_slots(from, to);
+    }
+    // Field names of both sides, sorted, each once.
+    let mut names: Vec<String> = Vec::new();
+    for node in [&*from, &*to] {
+        if node.is_mapping() {
+            names.extend(node.pairs().map(|(key, _)| key.value.clone()));
+        }
+    }
+    names.sort();
+    names.dedup();
+    for name in names {
+        let from_index = from.key_index(&name);
+        let to_index = to.key_index(&name);
+        // Keys are visited as scalars (null keys count as missing).
+        let from_key = from_index
+            .map(|i| &from.content[i])
+            .filter(|key| !is_null(key));
+        if let Some(i) = to_index {
+            let (key, _) = split_pair(&mut to.content, i);
+            if !is_null(key) {
+                visit_scalar(from_key, Some(key));
+            }
+        }
+        let from_value = from_index.and_then(|i| from.content.get(i + 1));
+        let to_value = to_index.and_then(|i| to.content.get_mut(i + 1));
+        walk(from_value, to_value)?;
+    }
+    Ok(())
+}
+
+fn split_pair(content: &mut [Node], i: usize) -> (&mut Node, Option<&mut Node>) {
+    let (head, tail) = content.split_at_mut(i + 1);
+    (&mut head[i], tail.first_mut())
+}
+
+/// kyaml `copier.VisitScalar`: a folded output scalar becomes double-quoted,
+/// then the slots are filled.
+fn visit_scalar(from: Option<&Node>, to: Option<&mut Node>) {
+    let Some(to) = to else {
+        return;
+    };
+    if to.style == Style::FOLDED {
+        to.style = Style::DOUBLE_QUOTED;
+    }
+    if let Some(from) = from {
+        fill_slots(from, to);
+    }
+}
+
+/// kyaml `copier.VisitList` on a non-associative list: the list's own slots,
+/// then a full recursive copy for each same-position element whose `value`
+/// is unchanged.
+fn walk_list(from: Option<&Node>, to: Option<&mut Node>) -> Result<(), WireError> {
+    let (Some(from), Some(to)) = (from, to) else {
+        return Ok(());
+    };
+    fill_slots(from, to);
+    for (from_item, to_item) in from.content.iter().zip(to.content.iter_mut()) {
+        if from_item.value == to_item.value {
+            fill_slots(from_item, to_item);
+            walk(Some(from_item), Some(to_item))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_comments;
+    use crate::yaml::node::{Node, Style, tag};
+
+    fn scalar(value: &str) -> Node {
+        Node::new_scalar(tag::STR, value)
+    }
+
+    fn map(pairs: Vec<(&str, Node)>) -> Node {
+        let mut node = Node::new_mapping();
+        for (key, value) in pairs {
+            node.content.push(scalar(key));
+            node.content.push(value);
+        }
+        node
+    }
+
+    #[test]
+    fn fills_only_empty_slots_and_moves_document_comments_to_the_mapping() {
+        let mut input_root = map(vec![("a", scalar("1")), ("b", scalar("2"))]);
+        input_root.content[0].head_comment = "# head a".to_owned();
+        input_root.content[1].line_comment = "# line 1".to_owned();
+        input_root.content[3].line_comment = "# old".to_owned();
+        let mut input = Node::new_document(input_root);
+        input.head_comment = "# file header".to_owned();
+        input.foot_comment = "# file foot".to_owned();
+
+        let mut output = map(vec![
+            ("b", scalar("2")),
+            ("a", scalar("changed")),
+            ("c", scalar("3")),
+        ]);
+        output.content[1].line_comment = "# new".to_owned();
+        copy_comments(&input, &mut output).unwrap();
+
+        assert_eq!(output.head_comment, "# file header");
+        assert_eq!(output.foot_comment, "# file foot");
+        assert_eq!(output.content[2].head_comment, "# head a");
+        assert_eq!(output.content[3].line_comment, "# line 1");
+        assert_eq!(output.content[1].line_comment, "# new");
+    }
+
+    #[test]
+    fn sequences_match_by_position_and_value() {
+        let mut items = Node::new_sequence();
+        for (value, comment) in [("first", "# c1"), ("second", "# c2"), ("third", "# c3")] {
+            let mut item = scalar(value);
+            item.line_comment = comment.to_owned();
+            items.content.push(item);
+        }
+        let input = map(vec![("list", items)]);
+        let mut out_items = Node::new_sequence();
+        out_items.content = vec![scalar("first"), scalar("third")];
+        let mut output = map(vec![("list", out_items)]);
+        copy_comments(&input, &mut output).unwrap();
+        let list = output.get("list").unwrap();
+        assert_eq!(list.content[0].line_comment, "# c1");
+        assert_eq!(list.content[1].line_comment, "");
+    }
+
+    #[test]
+    fn folded_becomes_double_quoted_even_in_new_fields() {
+        let input = map(vec![("a", scalar("x"))]);
+        let mut folded = scalar("text\n");
+        folded.style = Style::FOLDED;
+        let mut output = map(vec![("a", folded.clone()), ("new", folded)]);
+        copy_comments(&input, &mut output).unwrap();
+        assert_eq!(output.get("a").unwrap().style, Style::DOUBLE_QUOTED);
+        assert_eq!(output.get("new").unwrap().style, Style::DOUBLE_QUOTED);
+    }
+
+    #[test]
+    fn kind_change_is_an_error() {
+        let input = map(vec![("spec", map(vec![("a", scalar("1"))]))]);
+        let mut output = map(vec![("spec", scalar("oops"))]);
+        let error = copy_comments(&input, &mut output).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "wrong node kind: expected MappingNode but got ScalarNode: node contents:\noops\n"
+        );
+    }
+}
