@@ -5,3 +5,4 @@ mod pkg_rw;
 mod yaml_golden;
 mod yaml_parse;
 mod yaml_golden_identity;
+mod krm_wire;
