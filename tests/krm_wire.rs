@@ -371,3 +371,64 @@ fn cat_as_a_real_function() {
         "# header\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  folded: \"some text\\n\"\n",
     );
 }
+
+/// An evaluator that echoes its input, or fails with results.
+struct FakeEvaluator {
+    fail: bool,
+}
+
+impl krender::runtime::Evaluator for FakeEvaluator {
+    fn evaluate(
+        &self,
+        request: &krender::runtime::FunctionRequest<'_>,
+    ) -> Result<krender::runtime::FunctionResponse, krender::runtime::EvalError> {
+        let stdout = if self.fail {
+            b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nresults:\n- message: nope\n  severity: error\n".to_vec()
+        } else {
+            request.input.to_vec()
+        };
+        Ok(krender::runtime::FunctionResponse {
+            stdout,
+            stderr: b"said something".to_vec(),
+            exit_code: i32::from(self.fail),
+        })
+    }
+}
+
+#[test]
+fn evaluator_adapter() {
+    use krender::krm::function_filter::run_evaluator;
+    use krender::runtime::FunctionTarget;
+    let resources = read(&[("res.yaml", fixture("reconcile/res.yaml"))]);
+    let timeout = std::time::Duration::from_secs(5);
+    let target = FunctionTarget::Exec("identity");
+    let step = run_evaluator(
+        &FakeEvaluator { fail: false },
+        target,
+        &resources,
+        MUTATOR,
+        timeout,
+    )
+    .unwrap();
+    assert_eq!(step.exit_code, 0);
+    assert_eq!(step.stderr, b"said something");
+    let outputs = step.output.unwrap();
+    assert_text(
+        &render(&outputs)["res.yaml"],
+        &fixture("reconcile/res.yaml"),
+    );
+    let step = run_evaluator(
+        &FakeEvaluator { fail: true },
+        target,
+        &resources,
+        MUTATOR,
+        timeout,
+    )
+    .unwrap();
+    assert_eq!(step.exit_code, 1);
+    assert_eq!(step.output, Ok(Vec::new()));
+    assert_eq!(
+        step.results.unwrap().content[0].get_str(&["message"]),
+        Some("nope")
+    );
+}
