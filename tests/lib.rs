@@ -1,1 +1,2 @@
 //! The integration test binary: one module per feature.
+mod cli_render;
