@@ -157,9 +157,11 @@ fn adjust_paths(root: &Path, resources: &mut [crate::yaml::Node]) -> Result<(), 
             let rel = pkg.strip_prefix(root).map_err(|_| {
                 format!("subpackage {:?} is not a descendant of {:?}", pkg_path, root.display().to_string())
             })?;
+            // Go's filepath.Join(rel, Clean(path)) with rel "." for the root:
+            // an absolute resource path ends up inside the package.
             let rel = rel.to_string_lossy();
-            let cleaned = clean_path(&path);
-            if rel.is_empty() { cleaned } else { clean_path(&format!("{rel}/{cleaned}")) }
+            let rel = if rel.is_empty() { ".".into() } else { rel };
+            clean_path(&format!("{rel}/{}", clean_path(&path)))
         };
         resource::set_annotation(node, resource::PATH, &new_path, Style::SINGLE_QUOTED);
         resource::set_annotation(node, resource::LEGACY_PATH, &new_path, Style::SINGLE_QUOTED);
