@@ -3,4 +3,7 @@
 
 pub(crate) mod gostruct;
 pub mod kptfile;
+pub mod krmignore;
+pub mod reader;
 pub mod tree;
+pub mod writer;

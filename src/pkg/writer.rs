@@ -1,0 +1,395 @@
+//! The package writer: kyaml's `LocalPackageWriter` semantics (spec §9).
+//!
+//! [`render_files`] is pure: it groups resources by their path annotation,
+//! orders each file's resources by a stable sort on the numeric index
+//! (index-less first), strips the reader annotations, drops emptied
+//! `annotations`/`metadata` maps, and encodes each file as a `---`-joined
+//! stream with each resource's own sequence-indent style — or as Go-style
+//! JSON for a `.json` file holding exactly one resource (§9.3).
+//! [`write_package`] applies that to disk atomically per file and deletes
+//! files whose resources all disappeared.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path, PathBuf};
+
+use crate::krm::resource;
+use crate::yaml::marshal::format_go_json_float;
+use crate::yaml::node::{Node, NodeKind, tag};
+use crate::yaml::{Encoder, SeqIndent};
+
+/// An error writing a package.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum WriteError {
+    /// A resource's path annotation is absolute or leaves the package.
+    #[error("resource path '{path}' must be relative to the package and must not escape it")]
+    #[diagnostic(code(krender::pkg::invalid_resource_path))]
+    InvalidPath {
+        /// The offending annotation value.
+        path: String,
+    },
+    /// A value has no JSON form (NaN or infinity in a `.json` file).
+    #[error("{path}: json: unsupported value: {value}")]
+    #[diagnostic(code(krender::pkg::json_unsupported))]
+    Json {
+        /// The file being written.
+        path: String,
+        /// The value's text.
+        value: String,
+    },
+    /// A file could not be written or removed.
+    #[error("{}: {message}", path.display())]
+    #[diagnostic(code(krender::pkg::write_failed))]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's message.
+        message: String,
+    },
+}
+
+/// Annotations the writer removes before writing.
+const READER_ANNOTATIONS: [&str; 6] = [
+    resource::INDEX,
+    resource::LEGACY_INDEX,
+    resource::SEQ_INDENT,
+    resource::PATH,
+    resource::LEGACY_PATH,
+    resource::PACKAGE_PATH,
+];
+
+/// Renders resources into file contents keyed by package-relative path.
+/// A resource without a path gets kyaml's default
+/// (`[<namespace>/]<kind>_<name>.yaml`).
+pub fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, WriteError> {
+    let mut groups: BTreeMap<String, Vec<(Option<i64>, Node)>> = BTreeMap::new();
+    for node in resources {
+        let path = resource::annotation(node, resource::PATH)
+            .or_else(|| resource::annotation(node, resource::LEGACY_PATH))
+            .map_or_else(|| default_path(node), str::to_owned);
+        let path = clean_relative_path(&path)?;
+        let index = resource::annotation(node, resource::INDEX)
+            .or_else(|| resource::annotation(node, resource::LEGACY_INDEX))
+            .and_then(|index| index.trim().parse::<i64>().ok());
+        groups.entry(path).or_default().push((index, node.clone()));
+    }
+    let mut files = BTreeMap::new();
+    for (path, mut nodes) in groups {
+        // Stable: equal indexes keep their incoming order; index-less first.
+        nodes.sort_by_key(|(index, _)| index.map_or((0, 0), |index| (1, index)));
+        let mut cleaned = Vec::with_capacity(nodes.len());
+        for (_, mut node) in nodes {
+            let seq_indent =
+                SeqIndent::from_annotation(resource::annotation(&node, resource::SEQ_INDENT));
+            for key in READER_ANNOTATIONS {
+                resource::remove_annotation(&mut node, key);
+            }
+            resource::clear_empty_annotations(&mut node);
+            cleaned.push((seq_indent, node));
+        }
+        let content = if path.ends_with(".json") && cleaned.len() == 1 {
+            let mut out = String::new();
+            let node = &cleaned[0].1;
+            let mut anchors = HashMap::new();
+            collect_anchors(node, &mut anchors);
+            write_json(node.root(), &anchors, 0, &mut out, &path)?;
+            out.push('\n');
+            out
+        } else {
+            let mut out = String::new();
+            let mut encoder = Encoder::new(&mut out);
+            for (seq_indent, node) in &cleaned {
+                encoder.set_seq_indent(*seq_indent);
+                encoder.encode(node);
+            }
+            out
+        };
+        files.insert(path, content);
+    }
+    Ok(files)
+}
+
+/// Writes `resources` into the package at `dir`: every rendered file is
+/// written (atomically, via a temporary file and a rename; unchanged files
+/// are left as they are), and each file of `files_read` that no resource
+/// maps to any more is deleted. Files that held no resources are never in
+/// `files_read`, so they stay untouched.
+pub fn write_package(
+    dir: &Path,
+    resources: &[Node],
+    files_read: &[String],
+) -> Result<(), WriteError> {
+    let files = render_files(resources)?;
+    for (relative, content) in &files {
+        let target = dir.join(relative);
+        if std::fs::read(&target).is_ok_and(|existing| existing == content.as_bytes()) {
+            continue;
+        }
+        write_atomic(&target, content.as_bytes())?;
+    }
+    for relative in files_read {
+        if files.contains_key(relative) {
+            continue;
+        }
+        let target = dir.join(relative);
+        match std::fs::remove_file(&target) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                return Err(WriteError::Io {
+                    path: target,
+                    message: error.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let io_error = |path: &Path, error: std::io::Error| WriteError::Io {
+        path: path.to_path_buf(),
+        message: error.to_string(),
+    };
+    let parent = target.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|error| io_error(parent, error))?;
+    let file_name = target
+        .file_name()
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default();
+    let temp = parent.join(format!(".{file_name}.krender-tmp-{}", std::process::id()));
+    std::fs::write(&temp, bytes).map_err(|error| io_error(&temp, error))?;
+    if let Ok(metadata) = std::fs::metadata(target) {
+        // Keep the original file's permissions, as an in-place write would.
+        let _ = std::fs::set_permissions(&temp, metadata.permissions());
+    }
+    std::fs::rename(&temp, target).map_err(|error| {
+        let _ = std::fs::remove_file(&temp);
+        io_error(target, error)
+    })
+}
+
+/// kyaml's default path for a resource that has none.
+fn default_path(node: &Node) -> String {
+    let kind = resource::kind(node).unwrap_or_default().to_lowercase();
+    let name = resource::name(node).unwrap_or_default();
+    let file = format!("{kind}_{name}.yaml");
+    match resource::namespace(node) {
+        Some(namespace) if !namespace.is_empty() => format!("{namespace}/{file}"),
+        _ => file,
+    }
+}
+
+/// Normalises a relative path (`a/./b` → `a/b`) and rejects absolute paths
+/// and paths that leave the package.
+fn clean_relative_path(path: &str) -> Result<String, WriteError> {
+    let invalid = || WriteError::InvalidPath {
+        path: path.to_owned(),
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop().ok_or_else(invalid)?;
+            }
+            Component::RootDir | Component::Prefix(_) => return Err(invalid()),
+        }
+    }
+    if parts.is_empty() {
+        return Err(invalid());
+    }
+    Ok(parts.join("/"))
+}
+
+fn collect_anchors<'n>(node: &'n Node, anchors: &mut HashMap<&'n str, &'n Node>) {
+    if !node.anchor.is_empty() {
+        anchors.insert(&node.anchor, node);
+    }
+    for child in &node.content {
+        collect_anchors(child, anchors);
+    }
+}
+
+/// Writes `node` as Go's `json.Encoder` with a 2-space indent would write
+/// the value go-yaml decodes into `interface{}` (map keys sorted).
+fn write_json(
+    node: &Node,
+    anchors: &HashMap<&str, &Node>,
+    depth: usize,
+    out: &mut String,
+    path: &str,
+) -> Result<(), WriteError> {
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.extend(std::iter::repeat_n(' ', depth * 2));
+    };
+    match node.kind {
+        NodeKind::Document => match node.content.first() {
+            Some(root) => write_json(root, anchors, depth, out, path)?,
+            None => out.push_str("null"),
+        },
+        NodeKind::Alias => match anchors.get(node.value.as_str()) {
+            // An alias to an ancestor would recurse forever; go-yaml rejects
+            // such documents, so write null rather than loop.
+            Some(target) if !std::ptr::eq(*target, node) && depth < 256 => {
+                write_json(target, anchors, depth, out, path)?;
+            }
+            _ => out.push_str("null"),
+        },
+        NodeKind::Mapping => {
+            let mut entries: BTreeMap<&str, &Node> = BTreeMap::new();
+            for pair in node.content.chunks_exact(2) {
+                entries.insert(&pair[0].value, &pair[1]);
+            }
+            if entries.is_empty() {
+                out.push_str("{}");
+                return Ok(());
+            }
+            out.push('{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, depth + 1);
+                write_json_string(key, out);
+                out.push_str(": ");
+                write_json(value, anchors, depth + 1, out, path)?;
+            }
+            newline(out, depth);
+            out.push('}');
+        }
+        NodeKind::Sequence => {
+            if node.content.is_empty() {
+                out.push_str("[]");
+                return Ok(());
+            }
+            out.push('[');
+            for (i, item) in node.content.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, depth + 1);
+                write_json(item, anchors, depth + 1, out, path)?;
+            }
+            newline(out, depth);
+            out.push(']');
+        }
+        NodeKind::Scalar => write_json_scalar(node, out, path)?,
+    }
+    Ok(())
+}
+
+fn write_json_scalar(node: &Node, out: &mut String, path: &str) -> Result<(), WriteError> {
+    let value = node.value.as_str();
+    match node.tag.as_str() {
+        tag::NULL => out.push_str("null"),
+        tag::BOOL => out.push_str(if value.eq_ignore_ascii_case("true") {
+            "true"
+        } else {
+            "false"
+        }),
+        tag::INT => match parse_go_int(value) {
+            Some(text) => out.push_str(&text),
+            None => write_json_string(value, out),
+        },
+        tag::FLOAT => {
+            let cleaned: String = value.chars().filter(|&c| c != '_').collect();
+            let parsed = match cleaned.to_ascii_lowercase().trim_start_matches('+') {
+                ".inf" => Some(f64::INFINITY),
+                "-.inf" => Some(f64::NEG_INFINITY),
+                ".nan" => Some(f64::NAN),
+                other => other.parse::<f64>().ok(),
+            };
+            match parsed.map(format_go_json_float) {
+                Some(Some(text)) => out.push_str(&text),
+                Some(None) => {
+                    return Err(WriteError::Json {
+                        path: path.to_owned(),
+                        value: value.to_owned(),
+                    });
+                }
+                None => write_json_string(value, out),
+            }
+        }
+        _ => write_json_string(value, out),
+    }
+    Ok(())
+}
+
+/// Decimal text of a go-yaml `!!int` (int64, else uint64), or `None`.
+fn parse_go_int(value: &str) -> Option<String> {
+    let cleaned: String = value.chars().filter(|&c| c != '_').collect();
+    let (negative, unsigned) = match cleaned.as_bytes().first() {
+        Some(b'-') => (true, &cleaned[1..]),
+        Some(b'+') => (false, &cleaned[1..]),
+        _ => (false, cleaned.as_str()),
+    };
+    let lower = unsigned.to_ascii_lowercase();
+    let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
+        (16, d.to_owned())
+    } else if let Some(d) = lower.strip_prefix("0o") {
+        (8, d.to_owned())
+    } else if let Some(d) = lower.strip_prefix("0b") {
+        (2, d.to_owned())
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, lower[1..].to_owned())
+    } else {
+        (10, lower.clone())
+    };
+    let magnitude = u64::from_str_radix(&digits, radix).ok()?;
+    if negative {
+        if magnitude > 1u64 << 63 {
+            return None;
+        }
+        Some(format!("-{magnitude}"))
+    } else {
+        Some(magnitude.to_string())
+    }
+}
+
+/// Go's `encoding/json` string escaping (HTML-safe).
+fn write_json_string(value: &str, out: &mut String) {
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            }
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{clean_relative_path, parse_go_int, write_json_string};
+
+    #[test]
+    fn paths_must_stay_inside() {
+        assert_eq!(clean_relative_path("a/./b.yaml").unwrap(), "a/b.yaml");
+        assert_eq!(clean_relative_path("a/../b.yaml").unwrap(), "b.yaml");
+        assert!(clean_relative_path("../b.yaml").is_err());
+        assert!(clean_relative_path("/etc/b.yaml").is_err());
+    }
+
+    #[test]
+    fn json_scalars() {
+        assert_eq!(
+            parse_go_int("12345678901234567890").as_deref(),
+            Some("12345678901234567890")
+        );
+        assert_eq!(parse_go_int("0x1F").as_deref(), Some("31"));
+        assert_eq!(parse_go_int("-12").as_deref(), Some("-12"));
+        let mut out = String::new();
+        write_json_string("j<&>\u{e9}", &mut out);
+        assert_eq!(out, "\"j\\u003c\\u0026\\u003e\u{e9}\"");
+    }
+}

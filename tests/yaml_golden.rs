@@ -1,0 +1,158 @@
+//! Golden cases from kpt itself (`fixtures/yaml/yaml-fidelity-cases.json`,
+//! a copy of the shared spec's companion data): each input file is read with
+//! the package reader and written back with the package writer, and the
+//! bytes must equal kpt's `no_function` output exactly.
+//!
+//! The `identity_function` mode needs the function wire round trip and is
+//! tested by the wire code's owner.
+
+use std::path::Path;
+
+use krender::pkg::reader::{ReadOptions, parse_file};
+use krender::pkg::writer::render_files;
+use krender::yaml::Node;
+
+#[derive(serde::Deserialize)]
+struct Cases {
+    cases: Vec<Case>,
+}
+
+#[derive(serde::Deserialize)]
+struct Case {
+    name: String,
+    file_name: String,
+    input: String,
+    no_function: Expected,
+}
+
+#[derive(serde::Deserialize)]
+struct Expected {
+    output: Option<String>,
+    error: Option<String>,
+}
+
+/// Cases that do not pass yet, each with the reason (see
+/// `fixtures/yaml/KNOWN_PARSER_ISSUES.md`). The test fails when a case
+/// outside this list fails, and also when a listed case starts passing, so
+/// the list only shrinks.
+const KNOWN_FAILING: &[&str] = &[];
+
+fn load_cases() -> Vec<Case> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/yaml/yaml-fidelity-cases.json");
+    let text = std::fs::read_to_string(&path).expect("golden case file is checked in");
+    // JSON is YAML; serde_yaml (a dev-dependency) reads it without adding a
+    // JSON crate.
+    let cases: Cases = serde_yaml::from_str(&text).expect("golden case file parses");
+    cases.cases
+}
+
+/// The render's KRM check on read resources (owned by the engine; emulated
+/// here so the `bare.yaml` case is covered end to end).
+fn krm_check(file_name: &str, resources: &[Node]) -> Result<(), String> {
+    use krender::krm::resource::{api_version, kind};
+    for resource in resources {
+        let missing = if api_version(resource).is_none() {
+            "apiVersion"
+        } else if kind(resource).is_none() {
+            "kind"
+        } else {
+            continue;
+        };
+        return Err(format!(
+            "input resource list must contain only KRM resources: {file_name}: resource must have `{missing}`"
+        ));
+    }
+    Ok(())
+}
+
+/// Runs one case in `no_function` mode; returns the actual output or error
+/// text in the same form as the expectation.
+fn run_no_function(case: &Case) -> Result<String, String> {
+    let abs = format!("<pkg>/{}", case.file_name);
+    let resources = parse_file(
+        &case.file_name,
+        Path::new(&abs),
+        &case.input,
+        &ReadOptions::default(),
+    )
+    .map_err(|error| format!("Error: {error}"))?;
+    if resources.is_empty() {
+        // A file without resources is left untouched.
+        return Ok(case.input.clone());
+    }
+    krm_check(&case.file_name, &resources).map_err(|error| format!("Error: {error}"))?;
+    let files = render_files(&resources).map_err(|error| format!("Error: {error}"))?;
+    Ok(files.get(&case.file_name).cloned().unwrap_or_default())
+}
+
+fn diff(expected: &str, actual: &str) -> String {
+    similar::TextDiff::from_lines(expected, actual)
+        .unified_diff()
+        .context_radius(3)
+        .header("expected (kpt)", "actual (krender)")
+        .to_string()
+}
+
+#[test]
+fn golden_no_function() {
+    let cases = load_cases();
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    for case in &cases {
+        let outcome = std::panic::catch_unwind(|| run_no_function(case));
+        let problem = match (outcome, &case.no_function) {
+            (Err(_), _) => Some("panicked".to_owned()),
+            (
+                Ok(Ok(actual)),
+                Expected {
+                    output: Some(expected),
+                    ..
+                },
+            ) => (actual != *expected).then(|| diff(expected, &actual)),
+            (
+                Ok(Err(actual)),
+                Expected {
+                    error: Some(expected),
+                    ..
+                },
+            ) => (actual != *expected)
+                .then(|| format!("expected error: {expected}\n  actual error: {actual}")),
+            (
+                Ok(Ok(actual)),
+                Expected {
+                    error: Some(expected),
+                    ..
+                },
+            ) => Some(format!(
+                "expected error: {expected}\nbut got output:\n{actual}"
+            )),
+            (Ok(Err(actual)), _) => Some(format!("unexpected error: {actual}")),
+            (Ok(Ok(_)), _) => Some("case has neither output nor error".to_owned()),
+        };
+        match problem {
+            None => passed += 1,
+            Some(problem) => failures.push((case.name.clone(), problem)),
+        }
+    }
+    eprintln!("golden no_function: {passed}/{} passed", cases.len());
+    let mut report = String::new();
+    for (name, problem) in &failures {
+        report.push_str(&format!("\n=== {name} ===\n{problem}\n"));
+    }
+    let unexpected: Vec<&str> = failures
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .filter(|name| !KNOWN_FAILING.contains(name))
+        .collect();
+    let fixed: Vec<&str> = KNOWN_FAILING
+        .iter()
+        .copied()
+        .filter(|name| !failures.iter().any(|(failed, _)| failed == name))
+        .collect();
+    assert!(
+        unexpected.is_empty() && fixed.is_empty(),
+        "golden no_function: {passed}/{} passed; unexpected failures: {unexpected:?}; \
+         now passing (remove from KNOWN_FAILING): {fixed:?}\n{report}",
+        cases.len()
+    );
+}
