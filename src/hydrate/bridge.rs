@@ -18,8 +18,10 @@ pub(crate) struct ReadFailure(pub(crate) String);
 /// Reads the resources of one package directory (not its subpackages),
 /// annotated as kpt's reader annotates them, plus the package-path annotation.
 pub(crate) fn read_local_resources(pkg_dir: &Path) -> Result<Vec<Node>, ReadFailure> {
-    let _ = pkg_dir;
-    Err(ReadFailure("the package reader is not available yet".to_owned()))
+    let options = crate::pkg::reader::ReadOptions { package_path: Some(pkg_dir.display().to_string()) };
+    crate::pkg::reader::read_package(pkg_dir, &options)
+        .map(|read| read.resources)
+        .map_err(|error| ReadFailure(error.to_string()))
 }
 
 /// What a function round trip produced.
@@ -51,8 +53,7 @@ pub(crate) fn run_filter(
 /// Renders the package files for the final resources (paths relative to the
 /// root package): relative path → file content.
 pub(crate) fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, String> {
-    let _ = resources;
-    Err("the package writer is not available yet".to_owned())
+    crate::pkg::writer::render_files(resources).map_err(|error| error.to_string())
 }
 
 /// The `-o stdout` text: one wrapped ResourceList keeping reader annotations.
