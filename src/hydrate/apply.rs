@@ -212,19 +212,10 @@ fn record_attribution(current: &str, group: &str) -> String {
     format!("{current},{group}")
 }
 
+/// Writes the files of `resources` under `root` (atomically, skipping files
+/// whose bytes are unchanged).
 pub(crate) fn write_package(root: &Path, resources: &[crate::yaml::Node]) -> Result<(), String> {
-    let files = bridge::render_files(resources)?;
-    for (relative, content) in files {
-        let path = root.join(relative.trim_start_matches('/'));
-        if std::fs::read(&path).is_ok_and(|existing| existing == content.as_bytes()) {
-            continue;
-        }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|error| format!("{}: {error}", parent.display()))?;
-        }
-        std::fs::write(&path, content.as_bytes()).map_err(|error| format!("{}: {error}", path.display()))?;
-    }
-    Ok(())
+    crate::pkg::writer::write_package(root, resources, &[]).map_err(|error| error.to_string())
 }
 
 fn write_out_dir(dir: &Path, resources: &[crate::yaml::Node]) -> Result<(), ApplyError> {

@@ -50,12 +50,6 @@ pub(crate) fn run_filter(
     Err(EvalError::System("the function round trip is not available yet".to_owned()))
 }
 
-/// Renders the package files for the final resources (paths relative to the
-/// root package): relative path → file content.
-pub(crate) fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, String> {
-    crate::pkg::writer::render_files(resources).map_err(|error| error.to_string())
-}
-
 /// The `-o stdout` text: one wrapped ResourceList keeping reader annotations.
 pub(crate) fn resource_list_text(resources: &[Node]) -> String {
     let _ = resources;
