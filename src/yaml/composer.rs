@@ -1,19 +1,266 @@
 //! Builds [`Node`] trees from parser events (go-yaml v3 `parser` in decode.go),
 //! including the foot-comment moves onto mapping keys.
+//!
+//! Tags follow go-yaml's node rules: an explicit tag (other than the bare
+//! `!`) is kept in short form with [`Style::TAGGED`]; otherwise quoted and
+//! block scalars are `!!str`, a plain `<<` is `!!merge`, other plain scalars
+//! get [`resolve_plain`], and collections `!!seq` / `!!map`.
 
-use super::error::YamlError;
-use super::node::Node;
+use std::collections::HashSet;
+
+use super::error::{RawError, YamlError};
+use super::node::{Node, NodeKind, Style, tag};
+use super::parser::{Event, EventKind, Parser};
+use super::resolve::resolve_plain;
+use super::scanner::{Mark, ScalarStyle, Scanner};
 
 /// Parses the first document of `src` as a fresh go-yaml decoder would
 /// (`yaml.NewDecoder(r).Decode(&node)`): returns the Document node, or
-/// `None` at end of stream or for an empty/null document.
+/// `None` at end of stream or for an empty/null document (kyaml's
+/// `IsYNodeEmptyDoc`: the root is a `!!null` scalar, e.g. `---` alone).
 pub fn parse_document(src: &str) -> Result<Option<Node>, YamlError> {
-    let _ = src;
-    unimplemented!("parser in progress")
+    let mut composer = Composer::new(src).map_err(RawError::into_yaml_error)?;
+    let document = composer.next_document().map_err(RawError::into_yaml_error)?;
+    Ok(document.filter(|doc| !is_null_document(doc)))
 }
 
-/// Parses every document of `src` (Document nodes, in order).
+/// Parses every document of `src` (Document nodes, in order), as repeated
+/// `Decode` calls on one go-yaml decoder return them; null documents are
+/// included.
 pub fn parse_documents(src: &str) -> Result<Vec<Node>, YamlError> {
-    let _ = src;
-    unimplemented!("parser in progress")
+    let mut composer = Composer::new(src).map_err(RawError::into_yaml_error)?;
+    let mut documents = Vec::new();
+    while let Some(document) = composer.next_document().map_err(RawError::into_yaml_error)? {
+        documents.push(document);
+    }
+    Ok(documents)
+}
+
+fn is_null_document(doc: &Node) -> bool {
+    doc.kind == NodeKind::Document && doc.content.first().is_some_and(|root| root.tag == tag::NULL)
+}
+
+/// go-yaml's `parser` struct: an event source with one event of lookahead
+/// and the set of anchors seen so far (aliases must refer back to one).
+struct Composer<'a> {
+    parser: Parser<'a>,
+    event: Option<Event>,
+    anchors: HashSet<String>,
+    started: bool,
+}
+
+impl<'a> Composer<'a> {
+    fn new(src: &'a str) -> Result<Composer<'a>, RawError> {
+        Scanner::check_input(src)?;
+        Ok(Composer {
+            parser: Parser::new(src),
+            event: None,
+            anchors: HashSet::new(),
+            started: false,
+        })
+    }
+
+    fn peek(&mut self) -> Result<Option<&Event>, RawError> {
+        if self.event.is_none() {
+            self.event = self.parser.next_event()?;
+        }
+        Ok(self.event.as_ref())
+    }
+
+    fn peek_kind(&mut self) -> Result<Option<EventKind>, RawError> {
+        Ok(self.peek()?.map(|event| event.kind))
+    }
+
+    /// Takes the peeked event.
+    fn take(&mut self) -> Result<Event, RawError> {
+        self.peek()?;
+        self.event
+            .take()
+            .ok_or_else(|| RawError::composer("attempted to go past the end of stream; corrupted value?".to_owned(), Mark::default()))
+    }
+
+    fn next_document(&mut self) -> Result<Option<Node>, RawError> {
+        if !self.started {
+            // The stream start event.
+            self.take()?;
+            self.started = true;
+        }
+        match self.peek_kind()? {
+            None | Some(EventKind::StreamEnd) => Ok(None),
+            Some(_) => self.parse().map(Some),
+        }
+    }
+
+    fn parse(&mut self) -> Result<Node, RawError> {
+        let kind = self.peek_kind()?;
+        match kind {
+            Some(EventKind::Scalar) => self.scalar(),
+            Some(EventKind::Alias) => self.alias(),
+            Some(EventKind::MappingStart) => self.mapping(),
+            Some(EventKind::SequenceStart) => self.sequence(),
+            Some(EventKind::DocumentStart) => self.document(),
+            _ => {
+                let event = self.take()?;
+                Err(RawError::composer(
+                    format!("unexpected event {:?}", event.kind),
+                    event.start,
+                ))
+            }
+        }
+    }
+
+    fn document(&mut self) -> Result<Node, RawError> {
+        let mut event = self.take()?;
+        let mut node = new_node(NodeKind::Document, "", &mut event);
+        let root = self.parse()?;
+        node.content.push(root);
+        let end = self.take()?;
+        if end.kind == EventKind::DocumentEnd {
+            node.foot_comment = end.foot_comment;
+        }
+        Ok(node)
+    }
+
+    fn alias(&mut self) -> Result<Node, RawError> {
+        let mut event = self.take()?;
+        if !self.anchors.contains(&event.anchor) {
+            return Err(RawError::composer(
+                format!("unknown anchor '{}' referenced", event.anchor),
+                event.start,
+            ));
+        }
+        let mut node = new_node(NodeKind::Alias, "", &mut event);
+        node.value = event.anchor;
+        Ok(node)
+    }
+
+    fn scalar(&mut self) -> Result<Node, RawError> {
+        let mut event = self.take()?;
+        let style = match event.scalar_style {
+            ScalarStyle::Plain => Style::PLAIN,
+            ScalarStyle::SingleQuoted => Style::SINGLE_QUOTED,
+            ScalarStyle::DoubleQuoted => Style::DOUBLE_QUOTED,
+            ScalarStyle::Literal => Style::LITERAL,
+            ScalarStyle::Folded => Style::FOLDED,
+        };
+        let default_tag = if !style.is_empty() {
+            tag::STR
+        } else if event.value == "<<" {
+            tag::MERGE
+        } else {
+            resolve_plain(&event.value)
+        };
+        let mut node = new_node(NodeKind::Scalar, default_tag, &mut event);
+        node.style.insert(style);
+        node.value = std::mem::take(&mut event.value);
+        self.anchor(&mut node, event.anchor);
+        Ok(node)
+    }
+
+    fn sequence(&mut self) -> Result<Node, RawError> {
+        let mut event = self.take()?;
+        let mut node = new_node(NodeKind::Sequence, tag::SEQ, &mut event);
+        if event.flow {
+            node.style.insert(Style::FLOW);
+        }
+        self.anchor(&mut node, event.anchor);
+        while self.peek_kind()? != Some(EventKind::SequenceEnd) {
+            if self.peek_kind()?.is_none() {
+                return Err(unexpected_end());
+            }
+            let child = self.parse()?;
+            node.content.push(child);
+        }
+        let end = self.take()?;
+        node.line_comment = end.line_comment;
+        node.foot_comment = end.foot_comment;
+        Ok(node)
+    }
+
+    fn mapping(&mut self) -> Result<Node, RawError> {
+        let mut event = self.take()?;
+        let mut node = new_node(NodeKind::Mapping, tag::MAP, &mut event);
+        let block = !event.flow;
+        if event.flow {
+            node.style.insert(Style::FLOW);
+        }
+        self.anchor(&mut node, event.anchor);
+        while self.peek_kind()? != Some(EventKind::MappingEnd) {
+            if self.peek_kind()?.is_none() {
+                return Err(unexpected_end());
+            }
+            let mut key = self.parse()?;
+            if block && !key.foot_comment.is_empty() {
+                // A foot comment arriving with a key belongs to the prior
+                // value's key when being dedented.
+                let n = node.content.len();
+                if n >= 2 {
+                    node.content[n - 2].foot_comment = std::mem::take(&mut key.foot_comment);
+                }
+            }
+            let mut value = self.parse()?;
+            if key.foot_comment.is_empty() && !value.foot_comment.is_empty() {
+                key.foot_comment = std::mem::take(&mut value.foot_comment);
+            }
+            if self.peek_kind()? == Some(EventKind::TailComment) {
+                let tail = self.take()?;
+                if key.foot_comment.is_empty() {
+                    key.foot_comment = tail.foot_comment;
+                }
+            }
+            node.content.push(key);
+            node.content.push(value);
+        }
+        let end = self.take()?;
+        node.line_comment = end.line_comment;
+        node.foot_comment = end.foot_comment;
+        if !node.style.contains(Style::FLOW) && !node.foot_comment.is_empty() && node.content.len() > 1
+        {
+            let n = node.content.len();
+            node.content[n - 2].foot_comment = std::mem::take(&mut node.foot_comment);
+        }
+        Ok(node)
+    }
+
+    fn anchor(&mut self, node: &mut Node, anchor: String) {
+        if !anchor.is_empty() {
+            self.anchors.insert(anchor.clone());
+            node.anchor = anchor;
+        }
+    }
+}
+
+fn unexpected_end() -> RawError {
+    RawError::composer(
+        "attempted to go past the end of stream; corrupted value?".to_owned(),
+        Mark::default(),
+    )
+}
+
+/// go-yaml's `parser.node`: an explicit tag (other than `!`) is shortened and
+/// marks the node as tagged; otherwise `default_tag` applies.
+fn new_node(kind: NodeKind, default_tag: &str, event: &mut Event) -> Node {
+    let mut node = Node::new_untagged_scalar("");
+    node.kind = kind;
+    if !event.tag.is_empty() && event.tag != "!" {
+        node.tag = short_tag(&event.tag);
+        node.style = Style::TAGGED;
+    } else {
+        node.tag = default_tag.to_owned();
+    }
+    node.line = usize::try_from(event.start.line).unwrap_or(0) + 1;
+    node.column = usize::try_from(event.start.column).unwrap_or(0) + 1;
+    node.offset = event.start.offset;
+    node.head_comment = std::mem::take(&mut event.head_comment);
+    node.line_comment = std::mem::take(&mut event.line_comment);
+    node.foot_comment = std::mem::take(&mut event.foot_comment);
+    node
+}
+
+/// `tag:yaml.org,2002:x` → `!!x`; other tags unchanged.
+fn short_tag(full: &str) -> String {
+    match full.strip_prefix("tag:yaml.org,2002:") {
+        Some(rest) => format!("!!{rest}"),
+        None => full.to_owned(),
+    }
 }

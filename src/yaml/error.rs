@@ -1,9 +1,17 @@
 //! Errors of the YAML parser, with go-yaml's exact message text.
+//!
+//! The scanner and parser record errors the way libyaml does (a problem, a
+//! problem mark, and optionally a context with its own mark); [`RawError`]
+//! keeps that shape and [`RawError::into_yaml_error`] applies go-yaml's
+//! `parser.fail` rules to produce the text kpt prints.
+
+use super::scanner::Mark;
 
 /// A scanner or parser error. `Display` is go-yaml's text, e.g.
 /// `yaml: line 3: could not find expected ':'`, which kpt prints verbatim.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 #[error("{message}")]
+#[diagnostic(code(krender::yaml::malformed))]
 pub struct YamlError {
     /// The full go-yaml message, `yaml: line N: <problem>`.
     pub message: String,
@@ -13,4 +21,112 @@ pub struct YamlError {
     pub line: usize,
     /// 1-based column of the problem.
     pub column: usize,
+}
+
+/// Which stage of libyaml raised the error; go-yaml's line numbering depends
+/// on it (scanner errors report the line + 1, parser errors do not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ErrorStage {
+    /// Input decoding (control characters, bad encodings).
+    Reader,
+    /// Tokenisation.
+    Scanner,
+    /// Event grammar.
+    Parser,
+    /// Node building (unknown anchors); the message has no line.
+    Composer,
+}
+
+/// A libyaml-shaped error before formatting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RawError {
+    pub(crate) stage: ErrorStage,
+    pub(crate) context_mark: Mark,
+    pub(crate) problem: String,
+    pub(crate) problem_mark: Mark,
+}
+
+impl RawError {
+    /// A scanner error: go-yaml sets the problem mark to the current position.
+    pub(crate) fn scanner(context_mark: Mark, problem: &str, problem_mark: Mark) -> RawError {
+        RawError {
+            stage: ErrorStage::Scanner,
+            context_mark,
+            problem: problem.to_owned(),
+            problem_mark,
+        }
+    }
+
+    /// A parser error without context (the context mark stays at the origin).
+    pub(crate) fn parser(problem: &str, problem_mark: Mark) -> RawError {
+        RawError {
+            stage: ErrorStage::Parser,
+            context_mark: Mark::default(),
+            problem: problem.to_owned(),
+            problem_mark,
+        }
+    }
+
+    /// A parser error with a context mark.
+    pub(crate) fn parser_context(context_mark: Mark, problem: &str, problem_mark: Mark) -> RawError {
+        RawError {
+            stage: ErrorStage::Parser,
+            context_mark,
+            problem: problem.to_owned(),
+            problem_mark,
+        }
+    }
+
+    /// A reader error: go-yaml leaves both marks at the origin, so the
+    /// message has no line number; we still keep the position for diagnostics.
+    pub(crate) fn reader(problem: &str, at: Mark) -> RawError {
+        RawError {
+            stage: ErrorStage::Reader,
+            context_mark: Mark::default(),
+            problem: problem.to_owned(),
+            problem_mark: at,
+        }
+    }
+
+    /// A composer error (`unknown anchor 'x' referenced`), printed without a line.
+    pub(crate) fn composer(problem: String, at: Mark) -> RawError {
+        RawError {
+            stage: ErrorStage::Composer,
+            context_mark: Mark::default(),
+            problem,
+            problem_mark: at,
+        }
+    }
+
+    /// go-yaml's `parser.fail`: the line comes from the context mark when it
+    /// is past the first line, else from the problem mark; scanner errors add
+    /// one because their marks are 0-based; line 0 is left out entirely.
+    pub(crate) fn into_yaml_error(self) -> YamlError {
+        let mut line = 0i64;
+        let numbered = matches!(self.stage, ErrorStage::Scanner | ErrorStage::Parser);
+        if numbered {
+            if self.context_mark.line != 0 {
+                line = self.context_mark.line;
+            } else if self.problem_mark.line != 0 {
+                line = self.problem_mark.line;
+            }
+            if line != 0 && self.stage == ErrorStage::Scanner {
+                line += 1;
+            }
+        }
+        let message = if line != 0 {
+            format!("yaml: line {line}: {}", self.problem)
+        } else if self.problem.is_empty() {
+            "yaml: unknown problem parsing YAML content".to_owned()
+        } else {
+            format!("yaml: {}", self.problem)
+        };
+        let at = self.problem_mark;
+        YamlError {
+            message,
+            offset: at.offset,
+            line: usize::try_from(at.line).unwrap_or(0) + 1,
+            column: usize::try_from(at.column).unwrap_or(0) + 1,
+        }
+    }
 }
