@@ -1,6 +1,8 @@
 //! The integration test binary: one module per feature.
 mod builtins_chain;
+mod builtins_fixtures;
 mod pkg_rw;
 mod yaml_golden;
 mod yaml_parse;
 mod yaml_golden_identity;
+mod krm_wire;

@@ -28,13 +28,15 @@ use crate::yaml::node::{Node, NodeKind, Style};
 /// Copies comments from `from` (the input resource, Document or Mapping)
 /// into the empty comment slots of `to` (the output resource).
 pub fn copy_comments(from: &Node, to: &mut Node) -> Result<(), WireError> {
-    let to = to.root_mut();
-    // The raw input node (the Document wrapper, when there is one) fills the
-    // output root's slots; kyaml's walk then visits the root mapping with the
-    // same raw node, so the input mapping's own slots are never used here.
+    // kyaml copies between the raw nodes (Document wrappers included) first;
+    // its walk then visits the roots but fills the root mapping's own slots
+    // from the raw nodes again, so a root's own comments are only involved
+    // when there is no wrapper.
     fill_slots(from, to);
-    if from.kind == NodeKind::Document && from.root().is_mapping() && to.is_mapping() {
-        return walk_map(Some(from.root()), Some(to), false);
+    let raw_roots = from.kind != NodeKind::Document && to.kind != NodeKind::Document;
+    let to = to.root_mut();
+    if from.root().is_mapping() && to.is_mapping() {
+        return walk_map(Some(from.root()), Some(to), raw_roots);
     }
     walk(Some(from.root()), Some(to))
 }
