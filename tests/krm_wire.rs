@@ -505,3 +505,29 @@ fn recorded_round_trips() {
     }
     assert!(report.is_empty(), "{report}");
 }
+
+/// A `configPath:` functionConfig is sent exactly as its item is, ids and
+/// migration id included (recorded with kpt).
+#[test]
+fn config_path_function_config_on_the_wire() {
+    let resources = read(&[
+        ("Kptfile", fixture("config-path/Kptfile")),
+        ("cm.yaml", fixture("config-path/cm.yaml")),
+        ("fc.yaml", fixture("config-path/fc.yaml")),
+    ]);
+    let config = resources[2].clone();
+    let call = FunctionCall {
+        function_config: Some(&config),
+        in_pipeline: true,
+    };
+    let mut stdin = String::new();
+    run_function::<Infallible>(&resources, call, |input| {
+        stdin = String::from_utf8_lossy(input).into_owned();
+        FunctionExit {
+            stdout: input.to_vec(),
+            status: Ok(()),
+        }
+    })
+    .unwrap();
+    assert_text(&stdin, &fixture("config-path/stdin.yaml"));
+}
