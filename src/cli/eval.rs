@@ -62,7 +62,7 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     let mut printer = Printer::new(err, args.truncate_output);
     printer.running(&name, None, None);
     let started = Instant::now();
-    let run = bridge::run_filter(evaluator, target, items, config.as_ref(), crate::hydrate::RenderOptions::default().timeout);
+    let run = bridge::run_filter(evaluator, target, items, config.as_ref(), true, crate::hydrate::RenderOptions::default().timeout);
     let elapsed = started.elapsed();
     let mut fn_result = FnResult { image: image.clone(), exec: exec.clone(), ..FnResult::default() };
     let run = match run {

@@ -450,7 +450,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                 .cloned()
                 .collect();
             let step = match self.prepare(function, pkg) {
-                Ok(step) => step,
+                Ok(step) => PreparedStep { mutator: false, ..step },
                 Err(message) => {
                     self.validation_steps.push(pre_exec_failure(function, &self.options.image_prefix, &message));
                     return Err(StepFailure { report: Report::Error(message.clone()), message });
@@ -505,7 +505,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         if image.is_empty() && function.exec.is_empty() {
             return Err("must specify `exec` or `image` to execute a function".to_owned());
         }
-        Ok(PreparedStep { function: function.clone(), image, config })
+        Ok(PreparedStep { function: function.clone(), image, config, mutator: true })
     }
 
     /// kpt's `FunctionRunner.Filter` + `do`: prints progress, runs the
@@ -562,7 +562,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         } else {
             (self.runtimes.image, FunctionTarget::Image(&step.image))
         };
-        let run = match bridge::run_filter(evaluator, target, input, step.config.as_ref(), self.options.timeout) {
+        let run = match bridge::run_filter(evaluator, target, input, step.config.as_ref(), step.mutator, self.options.timeout) {
             Ok(run) => run,
             Err(error) => {
                 fn_result.exit_code = 1;
@@ -643,6 +643,8 @@ struct PreparedStep {
     image: String,
     /// The functionConfig, if any.
     config: Option<Node>,
+    /// Mutators run inside kyaml's pipeline; validators do not.
+    mutator: bool,
 }
 
 impl PreparedStep {

@@ -44,7 +44,7 @@ use super::resource_list::{
     kyaml_set_annotation,
 };
 use crate::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
-use crate::yaml::node::Node;
+use crate::yaml::node::{Node, NodeKind};
 
 /// The prefix of kyaml's internal annotations.
 const INTERNAL_PREFIX: &str = "internal.config.kubernetes.io/";
@@ -54,7 +54,9 @@ const INTERNAL_PREFIX: &str = "internal.config.kubernetes.io/";
 pub struct FunctionCall<'a> {
     /// The step's `functionConfig` (a `configMap:` ConfigMap, see
     /// [`super::resource_list::config_map_function_config`], or the
-    /// `configPath:` resource), if any.
+    /// `configPath:` resource), if any. A config equal to one of the
+    /// resources is sent as that item is, with the ids and migration id the
+    /// call adds (kpt shares the node between `items` and `functionConfig`).
     pub function_config: Option<&'a Node>,
     /// Mutators run inside kyaml's `kio.Pipeline` (migration id on the wire,
     /// reconciliation afterwards); kpt calls validators without it.
@@ -97,9 +99,9 @@ pub enum StepError<E: std::fmt::Display> {
 /// A successful call, before the pipeline's reconciliation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepOutput {
-    /// The output resources, in the function's order: bare mappings for
-    /// list items (Document nodes when the function printed plain documents),
-    /// with comments and key order restored and default paths set.
+    /// The output resources, in the function's order: bare root nodes
+    /// (mappings), with comments and key order restored and default paths
+    /// set.
     pub resources: Vec<Node>,
     /// The `results` of the function's output list, if any.
     pub results: Option<Node>,
@@ -131,7 +133,18 @@ pub fn run_function<E: std::fmt::Display>(
         kyaml_set_annotation(input, resource::ID, &id);
         kyaml_set_annotation(input, resource::LEGACY_ID, &id);
     }
-    let stdin = encode_function_input(&inputs, call.function_config);
+    // A `configPath:` config is one of the resources; kpt passes the very
+    // same node, so it carries the annotations just added to the item.
+    let config_item = call.function_config.and_then(|config| {
+        resources
+            .iter()
+            .position(|resource| resource.root() == config.root())
+    });
+    let function_config = match config_item {
+        Some(i) => inputs.get(i),
+        None => call.function_config,
+    };
+    let stdin = encode_function_input(&inputs, function_config);
     let exit = run(stdin.as_bytes());
     let stdout = String::from_utf8_lossy(&exit.stdout);
     let output = match decode_function_output(&stdout) {
@@ -149,6 +162,15 @@ pub fn run_function<E: std::fmt::Display>(
             error,
             function_error: exit.status.err(),
         });
+    }
+    // kpt keeps only the root of each output document: document-level
+    // comments of plain-document output (copied from the input or written by
+    // the function) never reach the files, as recorded with kpt.
+    for node in &mut resources {
+        if node.kind == NodeKind::Document && !node.content.is_empty() {
+            let root = node.content.swap_remove(0);
+            *node = root;
+        }
     }
     if let Err(error) = exit.status {
         return Err(StepError::Function {
