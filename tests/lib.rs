@@ -1,6 +1,7 @@
 //! The integration test binary: one module per feature.
 mod builtins_chain;
 mod builtins_fixtures;
+mod builtins_porch;
 mod cli_render;
 mod pkg_rw;
 mod yaml_golden;
