@@ -156,3 +156,43 @@ fn golden_no_function() {
         cases.len()
     );
 }
+
+/// Extra cases recorded from kpt (`fixtures/yaml/kpt/<case>/`): anchors and
+/// tags, explicit and long keys, nested and wide sequences, comments in
+/// every position, escapes, block scalar headers, flow collections.
+#[test]
+fn recorded_kpt_fixtures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/yaml/kpt");
+    let mut cases: Vec<_> = std::fs::read_dir(&root)
+        .expect("fixtures/yaml/kpt exists")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.is_dir())
+        .collect();
+    cases.sort();
+    assert!(!cases.is_empty());
+    let mut report = String::new();
+    for case in &cases {
+        let input = std::fs::read_to_string(case.join("input.yaml")).expect("input.yaml");
+        let expected = std::fs::read_to_string(case.join("expected.yaml")).expect("expected.yaml");
+        let resources = parse_file(
+            "resources.yaml",
+            &case.join("resources.yaml"),
+            &input,
+            &ReadOptions::default(),
+        );
+        let actual = match resources.map(|resources| render_files(&resources)) {
+            Ok(Ok(files)) => files.get("resources.yaml").cloned().unwrap_or_default(),
+            Ok(Err(error)) => format!("write error: {error}"),
+            Err(error) => format!("read error: {error}"),
+        };
+        if actual != expected {
+            report.push_str(&format!(
+                "\n=== {} ===\n{}",
+                case.display(),
+                diff(&expected, &actual)
+            ));
+        }
+    }
+    assert!(report.is_empty(), "recorded kpt fixtures differ:{report}");
+}

@@ -56,13 +56,24 @@ pub fn annotation<'a>(resource: &'a Node, key: &str) -> Option<&'a str> {
         .map(|value| value.value.as_str())
 }
 
-/// Sets annotation `key` to `value` as kyaml's `SetAnnotation` does:
-/// `metadata` and `metadata.annotations` are created at the end of their
-/// parent when missing (replacing a null value in place); an existing key
+/// Sets annotation `key` to `value` as kyaml's `SetAnnotation` does: an
+/// empty or null `annotations` is removed first; `metadata` and
+/// `metadata.annotations` are created at the end of their parent when
+/// missing (replacing a null `metadata` in place); an existing key
 /// keeps its position and its value node's style, only the text changes; a
 /// new key is appended with a value of style `new_style` (kyaml's reader uses
 /// single quotes). Does nothing when the resource root is not a mapping.
 pub fn set_annotation(resource: &mut Node, key: &str, value: &str, new_style: Style) {
+    // kyaml's SetAnnotation first clears an empty (`{}` or null) annotations
+    // map, so it is re-created as a block mapping at the end of `metadata`.
+    if let Some(metadata) = resource.root_mut().get_mut("metadata") {
+        if metadata
+            .get("annotations")
+            .is_some_and(|annotations| annotations.content.is_empty())
+        {
+            metadata.remove("annotations");
+        }
+    }
     let Some(annotations) = annotations_mut(resource) else {
         return;
     };

@@ -80,6 +80,21 @@ pub enum ReadError {
         /// The operating system's message.
         message: String,
     },
+    /// A document's root is not a mapping, so the reader annotations cannot
+    /// be set (kyaml's message, with the node's YAML text).
+    #[error(
+        "{}: wrong node kind: expected MappingNode but got {kind}: node contents:\n{contents}",
+        path.display()
+    )]
+    #[diagnostic(code(krender::pkg::not_a_mapping))]
+    WrongNodeKind {
+        /// Absolute path of the file.
+        path: PathBuf,
+        /// go-yaml's kind name (`ScalarNode`, ...).
+        kind: &'static str,
+        /// The node encoded as YAML.
+        contents: String,
+    },
     /// The package's `.krmignore` is invalid.
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -243,10 +258,25 @@ pub fn parse_file(
         let Some(mut document) = parsed else {
             continue;
         };
-        if document.root().is_null() && document.root().style.is_empty() {
+        // kyaml's `IsMissingOrNull`: a null root is no resource.
+        if document.root().is_null() {
             continue;
         }
         wrap_bare_sequence(&mut document);
+        let root = document.root();
+        if !root.is_mapping() {
+            return Err(ReadError::WrongNodeKind {
+                path: abs_path.to_path_buf(),
+                kind: match root.kind {
+                    NodeKind::Scalar => "ScalarNode",
+                    NodeKind::Alias => "AliasNode",
+                    NodeKind::Sequence => "SequenceNode",
+                    NodeKind::Document => "DocumentNode",
+                    NodeKind::Mapping => "MappingNode",
+                },
+                contents: crate::yaml::to_string(root, SeqIndent::Compact),
+            });
+        }
         let index = resources.len().to_string();
         let seq_indent = derive_seq_indent(piece);
         add_reader_annotations(&mut document, rel_path, &index, seq_indent, options);
@@ -277,9 +307,6 @@ fn add_reader_annotations(
     seq_indent: SeqIndent,
     options: &ReadOptions,
 ) {
-    if !document.root().is_mapping() {
-        return;
-    }
     copy_legacy_annotations(document);
     let quoted = Style::SINGLE_QUOTED;
     set_annotation(document, resource::LEGACY_INDEX, index, quoted);
@@ -325,13 +352,14 @@ pub fn derive_seq_indent(text: &str) -> SeqIndent {
         let Some(key_line) = lines[..i]
             .iter()
             .rev()
-            .find(|candidate| !candidate.trim().starts_with('#'))
+            .find(|candidate| !candidate.trim_matches(' ').starts_with('#'))
         else {
             continue;
         };
         let key_line = key_line.split('#').next().unwrap_or("");
         let key_indent = key_line.len() - key_line.trim_start_matches(' ').len();
-        if key_line.matches(':').count() != 1 || !key_line.trim().ends_with(':') {
+        let trimmed = key_line.trim_matches(' ');
+        if trimmed.matches(':').count() != 1 || !trimmed.ends_with(':') {
             continue;
         }
         if dash == key_indent {

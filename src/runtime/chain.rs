@@ -1,8 +1,19 @@
 //! The evaluator chain for `image:` steps: builtin, then executables
 //! configured in `render.toml`, then a container engine. Only
-//! [`EvalError::NotFound`] falls through to the next evaluator.
+//! [`EvalError::NotFound`] falls through to the next evaluator; any other
+//! error (or a function that ran and failed) ends the chain.
 
-use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse};
+use std::path::PathBuf;
+
+use super::builtin::BuiltinEvaluator;
+use super::config::{ConfigError, FunctionTable, Route};
+use super::container::ContainerEvaluator;
+use super::exec::run_process;
+use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+
+/// Environment variable naming the function table; without it
+/// `render.toml` in the working directory is used when present.
+pub const CONFIG_ENV: &str = "KRENDER_CONFIG";
 
 /// Options the CLI passes to the chain.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -11,20 +22,100 @@ pub struct ChainOptions {
     pub image_pull_policy: Option<String>,
 }
 
-/// The evaluator for `image:` steps.
+/// The evaluator for `image:` steps, configured by the function table
+/// (`$KRENDER_CONFIG`, else `./render.toml`, else the defaults: builtins for
+/// the functions krender implements, a container engine for the rest).
 pub fn image_evaluator(options: &ChainOptions) -> Box<dyn Evaluator> {
-    let _ = options;
-    Box::new(NoRuntime)
+    let path = std::env::var_os(CONFIG_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("render.toml"));
+    Box::new(ImageEvaluator::new(FunctionTable::load(&path), options))
 }
 
-/// Placeholder until the builtin and container evaluators exist.
-struct NoRuntime;
+/// Routes each image through the function table.
+pub struct ImageEvaluator {
+    table: Result<FunctionTable, ConfigError>,
+    pull_policy: Option<String>,
+}
 
-impl Evaluator for NoRuntime {
+impl ImageEvaluator {
+    /// An evaluator over a loaded (or failed) table.
+    pub fn new(
+        table: Result<FunctionTable, ConfigError>,
+        options: &ChainOptions,
+    ) -> ImageEvaluator {
+        ImageEvaluator {
+            table,
+            pull_policy: options.image_pull_policy.clone(),
+        }
+    }
+
+    fn container(&self, pull_policy: Option<String>) -> ContainerEvaluator {
+        ContainerEvaluator {
+            pull_policy: self.pull_policy.clone().or(pull_policy),
+            engine: None,
+        }
+    }
+}
+
+impl Evaluator for ImageEvaluator {
     fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
-        Err(EvalError::NotFound(format!(
-            "no runtime available for {:?}",
-            request.target
-        )))
+        let table = self
+            .table
+            .as_ref()
+            .map_err(|err| EvalError::System(err.to_string()))?;
+        let FunctionTarget::Image(image) = request.target else {
+            return Err(EvalError::NotFound(format!(
+                "not an image function: {:?}",
+                request.target
+            )));
+        };
+        let request = FunctionRequest {
+            timeout: table.timeout_override(image).unwrap_or(request.timeout),
+            ..*request
+        };
+        match table.route(image) {
+            Route::Builtin(builtin) => ChainEvaluator::new(vec![
+                Box::new(BuiltinEvaluator {
+                    enabled: Some(vec![builtin]),
+                }),
+                Box::new(self.container(None)),
+            ])
+            .evaluate(&request),
+            Route::Executable(path) => {
+                run_process(&path.to_string_lossy(), &[], request.input, request.timeout)
+            }
+            Route::Container { pull_policy } => self.container(pull_policy).evaluate(&request),
+        }
+    }
+}
+
+/// Tries evaluators in order; the first answer that is not
+/// [`EvalError::NotFound`] wins.
+pub struct ChainEvaluator {
+    evaluators: Vec<Box<dyn Evaluator>>,
+}
+
+impl ChainEvaluator {
+    /// A chain over `evaluators`, tried in order.
+    pub fn new(evaluators: Vec<Box<dyn Evaluator>>) -> ChainEvaluator {
+        ChainEvaluator { evaluators }
+    }
+}
+
+impl Evaluator for ChainEvaluator {
+    fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
+        let mut not_found = Vec::new();
+        for evaluator in &self.evaluators {
+            match evaluator.evaluate(request) {
+                Err(EvalError::NotFound(reason)) => not_found.push(reason),
+                other => return other,
+            }
+        }
+        Err(EvalError::NotFound(if not_found.is_empty() {
+            format!("no evaluator configured for {:?}", request.target)
+        } else {
+            not_found.join("; ")
+        }))
     }
 }

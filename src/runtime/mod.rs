@@ -68,5 +68,8 @@ pub trait Evaluator: Send + Sync {
     fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError>;
 }
 
+pub mod builtin;
 pub mod chain;
+pub mod config;
+pub mod container;
 pub mod exec;

@@ -1016,12 +1016,12 @@ impl<'e> Emitter<'_, 'e> {
                 }
                 spaces = true;
             } else if is_break(bytes, i) {
+                // A line break is written as an empty line plus the break
+                // (YAML folding), as kpt's emitter does.
                 if !breaks && bytes[i] == b'\n' {
                     self.put_break();
-                    i += 1;
-                } else {
-                    self.write_break(value, &mut i);
                 }
+                self.write_break(value, &mut i);
                 breaks = true;
             } else {
                 if breaks {

@@ -1,0 +1,572 @@
+//! One function call as kpt makes it: kyaml's `kio.Pipeline` around kyaml's
+//! `FunctionFilter` (spec §8.4).
+//!
+//! [`run_function`] does, in kpt's order:
+//! 1. (mutators only) the pipeline's migration step: each resource gets
+//!    `internal.config.kubernetes.io/annotations-migration-resource-id`
+//!    (its position), a snapshot of its internal annotations is kept, and
+//!    legacy/internal path, index and id are completed from each other;
+//! 2. the filter's ids: `internal.config.kubernetes.io/id` and
+//!    `config.k8s.io/id` (`1`, `2`, … by position);
+//! 3. the wire: the `ResourceList` text (see [`super::resource_list`]) is
+//!    handed to the caller's runner, whose stdout is read back;
+//! 4. for each output resource carrying an id of an input: comments copied
+//!    ([`super::comments`]), key order synced ([`super::order`]), ids removed;
+//! 5. on function failure: stop, keeping the parsed `results`;
+//! 6. new resources get a default path (`[<namespace>/]<kind>_<name>.yaml`).
+//!
+//! The caller then runs kpt's own checks on [`StepOutput::resources`]
+//! (package-path defaults, path invariants, the KRM check — kpt's
+//! `FunctionRunner` does them here) and calls [`StepOutput::finish`], the
+//! pipeline's annotation reconciliation, which also removes the migration id.
+//!
+//! Nothing here touches the caller's input nodes: on failure kpt hands the
+//! step's input on unchanged (minus the ids it added), so the caller simply
+//! keeps its own copy.
+//!
+//! Use from the hydrator, per pipeline step:
+//! - mutators: `FunctionCall { function_config, in_pipeline: true }`; the
+//!   step's resources become `StepOutput::finish()`'s result;
+//! - validators: `in_pipeline: false` on a copy of the resources; only the
+//!   results and errors matter;
+//! - [`run_evaluator`] wraps both halves around a `runtime::Evaluator` and
+//!   returns output, `results`, stderr and exit code in one value;
+//! - the `results` node decodes with `crate::yaml::de::from_node`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::comments::copy_comments;
+use super::order::sync_order;
+use super::resource::{self, annotation, remove_annotation};
+use super::resource_list::{
+    WireError, copy_legacy_annotations, decode_function_output, encode_function_input,
+    kyaml_set_annotation,
+};
+use crate::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+use crate::yaml::node::{Node, NodeKind};
+
+/// The prefix of kyaml's internal annotations.
+const INTERNAL_PREFIX: &str = "internal.config.kubernetes.io/";
+
+/// How a step's function is called.
+#[derive(Clone, Copy, Debug)]
+pub struct FunctionCall<'a> {
+    /// The step's `functionConfig` (a `configMap:` ConfigMap, see
+    /// [`super::resource_list::config_map_function_config`], or the
+    /// `configPath:` resource), if any. A config equal to one of the
+    /// resources is sent as that item is, with the ids and migration id the
+    /// call adds (kpt shares the node between `items` and `functionConfig`).
+    pub function_config: Option<&'a Node>,
+    /// Mutators run inside kyaml's `kio.Pipeline` (migration id on the wire,
+    /// reconciliation afterwards); kpt calls validators without it.
+    pub in_pipeline: bool,
+}
+
+/// What the caller's runner reports: the function's stdout, and whether it
+/// failed. A failed function's stdout is still read (for its `results`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionExit<E> {
+    /// Everything the function wrote to stdout.
+    pub stdout: Vec<u8>,
+    /// `Err` when the function failed (non-zero exit, could not start, …).
+    pub status: Result<(), E>,
+}
+
+/// Why a step failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StepError<E: std::fmt::Display> {
+    /// The function failed; kpt reports it with the structured results the
+    /// function still printed.
+    #[error("{error}")]
+    Function {
+        /// The runner's error.
+        error: E,
+        /// The `results` of the function's output list, if any.
+        results: Option<Node>,
+    },
+    /// The output could not be read or the bookkeeping failed. kpt reports
+    /// this error even when the function also failed.
+    #[error("{error}")]
+    Wire {
+        /// What went wrong.
+        error: WireError,
+        /// The function's own failure, if it also failed.
+        function_error: Option<E>,
+    },
+}
+
+/// A successful call, before the pipeline's reconciliation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepOutput {
+    /// The output resources, in the function's order: bare root nodes
+    /// (mappings), with comments and key order restored and default paths
+    /// set.
+    pub resources: Vec<Node>,
+    /// The `results` of the function's output list, if any.
+    pub results: Option<Node>,
+    /// Migration id → the input's internal annotations before the call
+    /// (empty for calls outside the pipeline).
+    snapshots: BTreeMap<String, BTreeMap<String, String>>,
+    in_pipeline: bool,
+}
+
+/// Runs one function over `resources` (Document or Mapping nodes carrying
+/// the reader annotations). `run` receives the stdin bytes.
+// The error carries kpt's message parts by value; it is built at most once
+// per step, so its size does not matter.
+#[allow(clippy::result_large_err)]
+pub fn run_function<E: std::fmt::Display>(
+    resources: &[Node],
+    call: FunctionCall<'_>,
+    run: impl FnOnce(&[u8]) -> FunctionExit<E>,
+) -> Result<StepOutput, StepError<E>> {
+    let wire = |error: WireError| StepError::Wire {
+        error,
+        function_error: None,
+    };
+    let mut inputs: Vec<Node> = resources.to_vec();
+    let snapshots = if call.in_pipeline {
+        prepare_migration(&mut inputs).map_err(wire)?
+    } else {
+        BTreeMap::new()
+    };
+    for (position, input) in inputs.iter_mut().enumerate() {
+        let id = (position + 1).to_string();
+        kyaml_set_annotation(input, resource::ID, &id);
+        kyaml_set_annotation(input, resource::LEGACY_ID, &id);
+    }
+    // A `configPath:` config is one of the resources; kpt passes the very
+    // same node, so it carries the annotations just added to the item.
+    let config_item = call.function_config.and_then(|config| {
+        resources
+            .iter()
+            .position(|resource| resource.root() == config.root())
+    });
+    let function_config = match config_item {
+        Some(i) => inputs.get(i),
+        None => call.function_config,
+    };
+    let stdin = encode_function_input(&inputs, function_config);
+    let exit = run(stdin.as_bytes());
+    let stdout = String::from_utf8_lossy(&exit.stdout);
+    let output = match decode_function_output(&stdout) {
+        Ok(output) => output,
+        Err(error) => {
+            return Err(StepError::Wire {
+                error,
+                function_error: exit.status.err(),
+            });
+        }
+    };
+    let mut resources = output.items;
+    if let Err(error) = restore_from_inputs(&inputs, &mut resources) {
+        return Err(StepError::Wire {
+            error,
+            function_error: exit.status.err(),
+        });
+    }
+    // kpt keeps only the root of each output document: document-level
+    // comments of plain-document output (copied from the input or written by
+    // the function) never reach the files, as recorded with kpt.
+    for node in &mut resources {
+        if node.kind == NodeKind::Document && !node.content.is_empty() {
+            let root = node.content.swap_remove(0);
+            *node = root;
+        }
+    }
+    if let Err(error) = exit.status {
+        return Err(StepError::Function {
+            error,
+            results: output.results,
+        });
+    }
+    set_default_paths(&mut resources).map_err(wire)?;
+    Ok(StepOutput {
+        resources,
+        results: output.results,
+        snapshots,
+        in_pipeline: call.in_pipeline,
+    })
+}
+
+impl StepOutput {
+    /// kyaml's `ReconcileInternalAnnotations` (mutators): a path or index
+    /// changed on only the legacy or only the internal annotation is copied
+    /// to the other, a conflicting change is an error, and the migration id
+    /// is removed. Returns the resources; for calls outside the pipeline it
+    /// returns them untouched.
+    pub fn finish(self) -> Result<Vec<Node>, WireError> {
+        let mut resources = self.resources;
+        if !self.in_pipeline {
+            return Ok(resources);
+        }
+        let (use_internal, use_legacy) = annotation_format(&self.snapshots)?;
+        for node in &mut resources {
+            fill_missing_counterparts(node);
+            reconcile_changed(node, &self.snapshots)?;
+            if !use_internal {
+                for key in [resource::ID, resource::PATH, resource::INDEX] {
+                    remove_annotation(node, key);
+                }
+            }
+            if !use_legacy {
+                for key in [
+                    resource::LEGACY_ID,
+                    resource::LEGACY_PATH,
+                    resource::LEGACY_INDEX,
+                ] {
+                    remove_annotation(node, key);
+                }
+            }
+            check_mismatched(node)?;
+            remove_annotation(node, resource::MIGRATION_ID);
+        }
+        Ok(resources)
+    }
+}
+
+/// One step run through a function [`Evaluator`], reduced to what the
+/// hydrator records (see [`run_evaluator`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvaluatedStep {
+    /// On success, the output resources after [`StepOutput::finish`]; an
+    /// `Err` when the output could not be used (kpt reports that error, even
+    /// when the function also failed). Empty when the function failed.
+    pub output: Result<Vec<Node>, WireError>,
+    /// The `results` of the function's output list, if any (also for
+    /// failing functions).
+    pub results: Option<Node>,
+    /// The function's stderr.
+    pub stderr: Vec<u8>,
+    /// The function's exit code.
+    pub exit_code: i32,
+}
+
+/// Runs one step through `evaluator`: [`run_function`] with the evaluator
+/// as the runner, then (on success) [`StepOutput::finish`]. kpt checks path
+/// invariants and the KRM rule on the output *before* reconciling; doing
+/// both in one call only differs when a function changes just the legacy
+/// path annotation. An evaluator error (the function could not run at all)
+/// is returned as `Err`.
+pub fn run_evaluator(
+    evaluator: &dyn Evaluator,
+    target: FunctionTarget<'_>,
+    resources: &[Node],
+    call: FunctionCall<'_>,
+    timeout: Duration,
+) -> Result<EvaluatedStep, EvalError> {
+    let mut response: Option<Result<FunctionResponse, EvalError>> = None;
+    let step = run_function(resources, call, |input| {
+        let request = FunctionRequest {
+            target,
+            input,
+            timeout,
+        };
+        let outcome = evaluator.evaluate(&request);
+        let exit = match &outcome {
+            Ok(done) if done.exit_code == 0 => FunctionExit {
+                stdout: done.stdout.clone(),
+                status: Ok(()),
+            },
+            Ok(done) => FunctionExit {
+                stdout: done.stdout.clone(),
+                status: Err(ExitFailure),
+            },
+            Err(_) => FunctionExit {
+                stdout: Vec::new(),
+                status: Err(ExitFailure),
+            },
+        };
+        response = Some(outcome);
+        exit
+    });
+    let (stderr, exit_code) = match response {
+        Some(Ok(done)) => (done.stderr, done.exit_code),
+        Some(Err(error)) => return Err(error),
+        None => (Vec::new(), 0),
+    };
+    let (output, results) = match step {
+        Ok(step) => {
+            let results = step.results.clone();
+            (step.finish(), results)
+        }
+        Err(StepError::Function { results, .. }) => (Ok(Vec::new()), results),
+        Err(StepError::Wire { error, .. }) => (Err(error), None),
+    };
+    Ok(EvaluatedStep {
+        output,
+        results,
+        stderr,
+        exit_code,
+    })
+}
+
+/// The runner-side failure marker used by [`run_evaluator`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ExitFailure;
+
+impl std::fmt::Display for ExitFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("function failed")
+    }
+}
+
+/// kyaml `PreprocessResourcesForInternalAnnotationMigration`.
+fn prepare_migration(
+    inputs: &mut [Node],
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, WireError> {
+    let mut snapshots = BTreeMap::new();
+    for (position, input) in inputs.iter_mut().enumerate() {
+        let id = position.to_string();
+        kyaml_set_annotation(input, resource::MIGRATION_ID, &id);
+        snapshots.insert(id, internal_annotations(input));
+        copy_legacy_annotations(input);
+        check_mismatched(input)?;
+    }
+    Ok(snapshots)
+}
+
+/// kyaml `GetInternalAnnotations`: internal-prefixed annotations plus the
+/// legacy path, index and id.
+fn internal_annotations(node: &Node) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    let Some(annotations) = node.root().get_path(&["metadata", "annotations"]) else {
+        return found;
+    };
+    for (key, value) in annotations.pairs() {
+        let name = key.value.as_str();
+        let wanted = name.starts_with(INTERNAL_PREFIX)
+            || name == resource::LEGACY_PATH
+            || name == resource::LEGACY_INDEX
+            || name == resource::LEGACY_ID;
+        if wanted && value.is_scalar() {
+            found
+                .entry(name.to_owned())
+                .or_insert_with(|| value.value.clone());
+        }
+    }
+    found
+}
+
+/// An annotation's text, empty when absent (kyaml reads them into a map).
+fn text<'a>(node: &'a Node, key: &str) -> &'a str {
+    annotation(node, key).unwrap_or("")
+}
+
+/// kyaml `checkMismatchedAnnos`.
+fn check_mismatched(node: &Node) -> Result<(), WireError> {
+    let pairs = [
+        (resource::PATH, resource::LEGACY_PATH, "path"),
+        (resource::INDEX, resource::LEGACY_INDEX, "index"),
+        (resource::ID, resource::LEGACY_ID, "id"),
+    ];
+    for (internal, legacy, what) in pairs {
+        let (internal, legacy) = (text(node, internal), text(node, legacy));
+        if !internal.is_empty() && !legacy.is_empty() && internal != legacy {
+            return Err(WireError::MismatchedAnnotations(what));
+        }
+    }
+    Ok(())
+}
+
+/// Step 4 of the filter: comments and order from the matching input, then
+/// the ids removed.
+fn restore_from_inputs(inputs: &[Node], outputs: &mut [Node]) -> Result<(), WireError> {
+    for output in outputs {
+        let id = annotation(output, resource::ID)
+            .or_else(|| annotation(output, resource::LEGACY_ID))
+            .map(str::to_owned);
+        let Some(id) = id else {
+            continue;
+        };
+        let Some(input) = id
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|i| inputs.get(i))
+            .filter(|input| text(input, resource::ID) == id)
+        else {
+            continue;
+        };
+        copy_comments(input, output)?;
+        sync_order(input, output)?;
+        remove_annotation(output, resource::ID);
+        remove_annotation(output, resource::LEGACY_ID);
+    }
+    Ok(())
+}
+
+/// kyaml `DefaultPathAnnotation` with an empty directory: every resource
+/// without an internal path gets `[<namespace>/]<kind>_<name>.yaml` on both
+/// path annotations.
+fn set_default_paths(resources: &mut [Node]) -> Result<(), WireError> {
+    for node in resources {
+        copy_legacy_annotations(node);
+        let root = node.root();
+        if root.get("apiVersion").is_none()
+            && root.get("kind").is_none()
+            && root.get("metadata").is_none()
+        {
+            return Err(WireError::MissingMetadata);
+        }
+        if annotation(node, resource::PATH).is_some() {
+            continue;
+        }
+        let path = default_path(node);
+        kyaml_set_annotation(node, resource::PATH, &path);
+        kyaml_set_annotation(node, resource::LEGACY_PATH, &path);
+    }
+    Ok(())
+}
+
+/// kyaml `CreatePathAnnotationValue("", meta)`.
+pub fn default_path(node: &Node) -> String {
+    let kind = resource::kind(node).unwrap_or("").to_lowercase();
+    let name = resource::name(node).unwrap_or("");
+    let namespace = resource::namespace(node).unwrap_or("");
+    let file = format!("{kind}_{name}.yaml");
+    if namespace.is_empty() {
+        go_path_clean(&file)
+    } else {
+        go_path_clean(&format!("{namespace}/{file}"))
+    }
+}
+
+/// Go's `path.Clean` for relative paths built from names.
+fn go_path_clean(path: &str) -> String {
+    let rooted = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|last| *last != "..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push("..");
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_owned(),
+        (false, false) => joined,
+    }
+}
+
+/// kyaml `determineAnnotationsFormat`.
+fn annotation_format(
+    snapshots: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<(bool, bool), WireError> {
+    if snapshots.is_empty() {
+        return Ok((true, true));
+    }
+    let mut internal: Option<bool> = None;
+    let mut legacy: Option<bool> = None;
+    for annotations in snapshots.values() {
+        let has = |key: &str| annotations.contains_key(key);
+        let found_internal = has(resource::PATH) || has(resource::INDEX) || has(resource::ID);
+        let found_legacy =
+            has(resource::LEGACY_PATH) || has(resource::LEGACY_INDEX) || has(resource::LEGACY_ID);
+        if !found_internal && !found_legacy {
+            continue;
+        }
+        if *internal.get_or_insert(found_internal) != found_internal {
+            return Err(WireError::InconsistentAnnotations);
+        }
+        if *legacy.get_or_insert(found_legacy) != found_legacy {
+            return Err(WireError::InconsistentAnnotations);
+        }
+    }
+    Ok((internal.unwrap_or(false), legacy.unwrap_or(false)))
+}
+
+/// kyaml `missingInternalOrLegacyAnnotations`.
+fn fill_missing_counterparts(node: &mut Node) {
+    let pairs = [
+        (resource::PATH, resource::LEGACY_PATH),
+        (resource::INDEX, resource::LEGACY_INDEX),
+        (resource::ID, resource::LEGACY_ID),
+    ];
+    for (internal, legacy) in pairs {
+        let internal_value = text(node, internal).to_owned();
+        let legacy_value = text(node, legacy).to_owned();
+        if internal_value.is_empty() && !legacy_value.is_empty() {
+            kyaml_set_annotation(node, internal, &legacy_value);
+        } else if legacy_value.is_empty() && !internal_value.is_empty() {
+            kyaml_set_annotation(node, legacy, &internal_value);
+        }
+    }
+}
+
+/// kyaml `checkAnnotationsAltered`: compares path and index with the
+/// snapshot taken before the call and propagates a one-sided change.
+fn reconcile_changed(
+    node: &mut Node,
+    snapshots: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<(), WireError> {
+    let Some(original) = snapshots.get(text(node, resource::MIGRATION_ID)) else {
+        return Ok(());
+    };
+    let pairs = [
+        (resource::PATH, resource::LEGACY_PATH, "path"),
+        (resource::INDEX, resource::LEGACY_INDEX, "index"),
+    ];
+    for (internal_key, legacy_key, what) in pairs {
+        let internal = text(node, internal_key).to_owned();
+        let legacy = text(node, legacy_key).to_owned();
+        let original = original
+            .get(internal_key)
+            .or_else(|| original.get(legacy_key))
+            .cloned()
+            .unwrap_or_default();
+        if original.is_empty() {
+            continue;
+        }
+        if original != internal && original != legacy && internal != legacy {
+            return Err(WireError::MismatchedAnnotations(what));
+        } else if original != internal {
+            kyaml_set_annotation(node, legacy_key, &internal);
+        } else if original != legacy {
+            kyaml_set_annotation(node, internal_key, &legacy);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{default_path, go_path_clean};
+    use crate::yaml::node::{Node, tag};
+
+    fn resource(kind: &str, name: &str, namespace: Option<&str>) -> Node {
+        let mut metadata = Node::new_mapping();
+        metadata.set("name", Node::new_scalar(tag::STR, name));
+        if let Some(namespace) = namespace {
+            metadata.set("namespace", Node::new_scalar(tag::STR, namespace));
+        }
+        let mut root = Node::new_mapping();
+        root.set("apiVersion", Node::new_scalar(tag::STR, "v1"));
+        root.set("kind", Node::new_scalar(tag::STR, kind));
+        root.set("metadata", metadata);
+        root
+    }
+
+    #[test]
+    fn default_paths() {
+        assert_eq!(
+            default_path(&resource("Deployment", "Gen-One", Some("prod"))),
+            "prod/deployment_Gen-One.yaml"
+        );
+        assert_eq!(
+            default_path(&resource("ConfigMap", "gen2", None)),
+            "configmap_gen2.yaml"
+        );
+        assert_eq!(go_path_clean("a/../../b"), "../b");
+        assert_eq!(go_path_clean("./x//y"), "x/y");
+    }
+}

@@ -1,0 +1,246 @@
+//! Restoring the input's key order on a function's output (kyaml
+//! `order.SyncOrder`, spec §8.4 step 2).
+//!
+//! In every mapping of the output, keys that also exist in the input at the
+//! same path are put back in the input's order; keys only in the output
+//! follow in output order. Recursion follows mapping keys and sequence
+//! positions. kyaml looks fields up by name, so a duplicated key collapses
+//! to copies of its first occurrence.
+//!
+//! Afterwards comes kyaml's head-comment rearrangement for sequence items
+//! (a workaround for go-yaml issue 587), walking documents and mappings
+//! only: an item of a first-level sequence whose first child is a scalar
+//! with a head comment gets that comment copied (when the item has none) or
+//! moved and appended (when it has one).
+
+use super::resource_list::{WireError, is_null, kind_name};
+use crate::yaml::SeqIndent;
+use crate::yaml::node::{Node, NodeKind};
+
+/// Puts the keys of `to` (the output resource) back in the order of `from`
+/// (the input resource), then rearranges sequence-item head comments.
+pub fn sync_order(from: &Node, to: &mut Node) -> Result<(), WireError> {
+    sync(from.root(), to.root_mut()).map_err(|message| WireError::SyncOrder(go_quote(&message)))?;
+    rearrange_head_comments(to.root_mut());
+    Ok(())
+}
+
+/// kyaml `IsNilOrEmpty`: null, an empty collection, or a zero node.
+fn is_nil_or_empty(node: &Node) -> bool {
+    is_null(node)
+        || (matches!(node.kind, NodeKind::Mapping | NodeKind::Sequence) && node.content.is_empty())
+}
+
+fn sync(from: &Node, to: &mut Node) -> Result<(), String> {
+    if is_nil_or_empty(from) || is_nil_or_empty(to) {
+        return Ok(());
+    }
+    match from.kind {
+        NodeKind::Mapping => {
+            if to.is_mapping() {
+                reorder_mapping(from, to);
+            }
+            let names: Vec<&str> = from.pairs().map(|(key, _)| key.value.as_str()).collect();
+            for name in names {
+                let (Some(from_value), Some(to_value)) = (from.get(name), to.get_mut(name)) else {
+                    continue;
+                };
+                sync(from_value, to_value)?;
+            }
+            Ok(())
+        }
+        NodeKind::Sequence => {
+            if to.kind != NodeKind::Sequence {
+                // kyaml's `Elements()` on a non-sequence.
+                return Err(format!(
+                    "wrong node kind: expected SequenceNode but got {}: node contents:\n{}",
+                    kind_name(to.kind),
+                    crate::yaml::to_string(to, SeqIndent::Compact)
+                ));
+            }
+            for (from_item, to_item) in from.content.iter().zip(to.content.iter_mut()) {
+                sync(from_item, to_item)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// kyaml `SyncMapNodesOrder`: common keys in `from`'s order (each looked up
+/// by name, so the first occurrence), then the remaining keys of `to`.
+fn reorder_mapping(from: &Node, to: &mut Node) {
+    let mut remaining: Vec<String> = to.pairs().map(|(key, _)| key.value.clone()).collect();
+    let mut order: Vec<String> = Vec::with_capacity(remaining.len());
+    for (key, _) in from.pairs() {
+        if let Some(position) = remaining.iter().position(|name| *name == key.value) {
+            remaining.remove(position);
+            order.push(key.value.clone());
+        }
+    }
+    order.extend(remaining);
+    let mut content = Vec::with_capacity(to.content.len());
+    for name in &order {
+        if let Some(i) = to.key_index(name) {
+            content.push(to.content[i].clone());
+            content.push(
+                to.content
+                    .get(i + 1)
+                    .cloned()
+                    .unwrap_or_else(Node::new_mapping),
+            );
+        }
+    }
+    to.content = content;
+}
+
+/// kyaml `rearrangeHeadCommentOfSeqNode`.
+fn rearrange_head_comments(node: &mut Node) {
+    match node.kind {
+        NodeKind::Document | NodeKind::Mapping => {
+            for child in &mut node.content {
+                rearrange_head_comments(child);
+            }
+        }
+        NodeKind::Sequence => {
+            for item in &mut node.content {
+                let Some(first) = item.content.first() else {
+                    continue;
+                };
+                if first.kind != NodeKind::Scalar {
+                    continue;
+                }
+                if item.head_comment.is_empty() {
+                    item.head_comment = first.head_comment.clone();
+                    continue;
+                }
+                if !first.head_comment.is_empty() {
+                    let moved = std::mem::take(&mut item.content[0].head_comment);
+                    item.head_comment.push('\n');
+                    item.head_comment.push_str(&moved);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Go's `%q` of a string (`strconv.Quote`): double quotes, `\n`, `\t`,
+/// `\"`, `\\` and `\x`/`\u` escapes for non-printable characters.
+fn go_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sync_order;
+    use crate::yaml::node::{Node, tag};
+
+    fn scalar(value: &str) -> Node {
+        Node::new_scalar(tag::STR, value)
+    }
+
+    fn map(pairs: Vec<(&str, Node)>) -> Node {
+        let mut node = Node::new_mapping();
+        for (key, value) in pairs {
+            node.content.push(scalar(key));
+            node.content.push(value);
+        }
+        node
+    }
+
+    fn keys(node: &Node) -> Vec<&str> {
+        node.pairs().map(|(key, _)| key.value.as_str()).collect()
+    }
+
+    #[test]
+    fn restores_input_order_and_appends_new_keys() {
+        let input = map(vec![
+            (
+                "metadata",
+                map(vec![("name", scalar("a")), ("namespace", scalar("ns"))]),
+            ),
+            (
+                "spec",
+                map(vec![
+                    ("zeta", scalar("1")),
+                    ("alpha", scalar("2")),
+                    ("mid", scalar("3")),
+                ]),
+            ),
+        ]);
+        let mut output = map(vec![
+            (
+                "spec",
+                map(vec![
+                    ("alpha", scalar("2")),
+                    ("mid", scalar("3")),
+                    ("zeta", scalar("1")),
+                ]),
+            ),
+            (
+                "metadata",
+                map(vec![
+                    ("labels", map(vec![])),
+                    ("name", scalar("a")),
+                    ("namespace", scalar("ns")),
+                ]),
+            ),
+        ]);
+        sync_order(&input, &mut output).unwrap();
+        assert_eq!(keys(&output), ["metadata", "spec"]);
+        assert_eq!(
+            keys(output.get("metadata").unwrap()),
+            ["name", "namespace", "labels"]
+        );
+        assert_eq!(keys(output.get("spec").unwrap()), ["zeta", "alpha", "mid"]);
+    }
+
+    #[test]
+    fn duplicate_keys_collapse_to_the_first() {
+        let input = map(vec![("a", scalar("1")), ("a", scalar("2"))]);
+        let mut output = input.clone();
+        sync_order(&input, &mut output).unwrap();
+        let values: Vec<&str> = output.pairs().map(|(_, v)| v.value.as_str()).collect();
+        assert_eq!(values, ["1", "1"]);
+    }
+
+    #[test]
+    fn sequence_item_head_comment_is_copied_or_appended() {
+        let mut first = map(vec![("name", scalar("x"))]);
+        first.content[0].head_comment = "# dash".to_owned();
+        let mut second = map(vec![("name", scalar("y"))]);
+        second.head_comment = "# item".to_owned();
+        second.content[0].head_comment = "# key".to_owned();
+        let mut items = Node::new_sequence();
+        items.content = vec![first, second];
+        let mut output = map(vec![("items", items)]);
+        let input = output.clone();
+        sync_order(&input, &mut output).unwrap();
+        let items = output.get("items").unwrap();
+        assert_eq!(items.content[0].head_comment, "# dash");
+        assert_eq!(items.content[0].content[0].head_comment, "# dash");
+        assert_eq!(items.content[1].head_comment, "# item\n# key");
+        assert_eq!(items.content[1].content[0].head_comment, "");
+    }
+}

@@ -1,0 +1,246 @@
+//! In-process replacements for the common catalog functions
+//! (`ghcr.io/kptdev/krm-functions-catalog/<name>`), each behaving like its
+//! container image at the byte level: it parses the ResourceList kpt wrote,
+//! edits the node tree with the function's own conventions, and writes the
+//! output list as the function's SDK would (`sdk`).
+//!
+//! One module per function; this module maps image names to them and
+//! implements [`Evaluator`] for the chain in `runtime::chain`.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Instant;
+
+use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+
+pub(crate) mod apply_replacements;
+pub(crate) mod apply_setters;
+pub(crate) mod sdk;
+pub(crate) mod search_replace;
+pub(crate) mod set_annotations;
+pub(crate) mod set_labels;
+pub(crate) mod set_namespace;
+pub(crate) mod starlark;
+
+use sdk::{Outcome, ResourceList};
+
+/// kpt's default image prefix for catalog functions.
+pub const DEFAULT_IMAGE_PREFIX: &str = "ghcr.io/kptdev/krm-functions-catalog/";
+
+/// Older prefixes under which the same catalog functions were published.
+const LEGACY_IMAGE_PREFIXES: &[&str] = &["gcr.io/kpt-fn/", "ghcr.io/gcr.io/kpt-fn/"];
+
+/// A builtin catalog function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Builtin {
+    /// `set-namespace`
+    SetNamespace,
+    /// `set-labels`
+    SetLabels,
+    /// `set-annotations`
+    SetAnnotations,
+    /// `starlark`
+    Starlark,
+    /// `search-replace`
+    SearchReplace,
+    /// `apply-replacements`
+    ApplyReplacements,
+    /// `apply-setters`
+    ApplySetters,
+    /// `no-op`
+    NoOp,
+    /// `drop-comments`
+    DropComments,
+}
+
+impl Builtin {
+    /// Every builtin, in a fixed order.
+    pub const ALL: [Builtin; 9] = [
+        Builtin::SetNamespace,
+        Builtin::SetLabels,
+        Builtin::SetAnnotations,
+        Builtin::Starlark,
+        Builtin::SearchReplace,
+        Builtin::ApplyReplacements,
+        Builtin::ApplySetters,
+        Builtin::NoOp,
+        Builtin::DropComments,
+    ];
+
+    /// The catalog name (the image name without prefix and tag).
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::SetNamespace => "set-namespace",
+            Builtin::SetLabels => "set-labels",
+            Builtin::SetAnnotations => "set-annotations",
+            Builtin::Starlark => "starlark",
+            Builtin::SearchReplace => "search-replace",
+            Builtin::ApplyReplacements => "apply-replacements",
+            Builtin::ApplySetters => "apply-setters",
+            Builtin::NoOp => "no-op",
+            Builtin::DropComments => "drop-comments",
+        }
+    }
+
+    /// The builtin for a catalog name (no prefix, no tag).
+    pub fn from_name(name: &str) -> Option<Builtin> {
+        Builtin::ALL
+            .into_iter()
+            .find(|builtin| builtin.name() == name)
+    }
+
+    /// The builtin implementing `image`, if any: the image must be a catalog
+    /// image (default or legacy prefix, or a bare name; the catalog's `wasm/`
+    /// builds too); any tag or digest is accepted.
+    pub fn for_image(image: &str) -> Option<Builtin> {
+        let (name, _) = split_image(image);
+        let bare = std::iter::once(DEFAULT_IMAGE_PREFIX)
+            .chain(LEGACY_IMAGE_PREFIXES.iter().copied())
+            .find_map(|prefix| name.strip_prefix(prefix))
+            .unwrap_or(name);
+        // The catalog also publishes wasm builds of the same functions
+        // (`wasm/set-namespace`); they behave like the container images.
+        let bare = bare.strip_prefix("wasm/").unwrap_or(bare);
+        if bare.contains('/') {
+            return None;
+        }
+        Builtin::from_name(bare)
+    }
+
+    /// Runs the function on a parsed input.
+    fn run(self, input: ResourceList, deadline: Option<Instant>) -> Outcome {
+        match self {
+            Builtin::SetNamespace => set_namespace::run(input),
+            Builtin::SetLabels => set_labels::run(input),
+            Builtin::SetAnnotations => set_annotations::run(input),
+            Builtin::Starlark => starlark::run(
+                input,
+                starlark::Limits {
+                    deadline,
+                    ..starlark::Limits::default()
+                },
+            ),
+            Builtin::SearchReplace => search_replace::run(input),
+            Builtin::ApplyReplacements => apply_replacements::run(input),
+            Builtin::ApplySetters => apply_setters::run(input),
+            // no-op writes its input back unchanged; drop-comments strips
+            // comments, which the orchestrator copies back from its input, so
+            // for kpt both are the identity (spec §8).
+            Builtin::NoOp | Builtin::DropComments => Outcome::kyaml(input, Vec::new()),
+        }
+    }
+
+    /// Runs the function on the ResourceList bytes kpt would write to the
+    /// image's stdin and returns what the image would write. Long-running
+    /// functions (starlark) stop at `deadline`.
+    pub fn evaluate_bytes(self, input: &[u8], deadline: Option<Instant>) -> FunctionResponse {
+        let input = match ResourceList::parse(input) {
+            Ok(input) => input,
+            Err(message) => {
+                return FunctionResponse {
+                    stdout: Vec::new(),
+                    stderr: format!("failed to evaluate function: {message}").into_bytes(),
+                    exit_code: 1,
+                };
+            }
+        };
+        self.run(input, deadline).into_response()
+    }
+}
+
+/// Splits `name[:tag][@digest]` into the name and the rest (tag or digest
+/// including its separator, or empty). A `:` inside the registry host part
+/// (`host:5000/x`) is not a tag separator.
+pub fn split_image(image: &str) -> (&str, &str) {
+    let without_digest_end = image.find('@').unwrap_or(image.len());
+    let last_slash = image[..without_digest_end].rfind('/').map_or(0, |i| i + 1);
+    let tag_start = image[last_slash..without_digest_end]
+        .find(':')
+        .map(|i| i + last_slash)
+        .unwrap_or(without_digest_end);
+    image.split_at(tag_start)
+}
+
+/// The evaluator running builtin catalog functions in process.
+#[derive(Clone, Debug, Default)]
+pub struct BuiltinEvaluator {
+    /// When set, only these functions run in process (render.toml pins);
+    /// `None` means every builtin.
+    pub enabled: Option<Vec<Builtin>>,
+}
+
+impl Evaluator for BuiltinEvaluator {
+    fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
+        let FunctionTarget::Image(image) = request.target else {
+            return Err(EvalError::NotFound(
+                "builtins only implement images".to_owned(),
+            ));
+        };
+        let builtin = Builtin::for_image(image)
+            .filter(|builtin| {
+                self.enabled
+                    .as_ref()
+                    .is_none_or(|enabled| enabled.contains(builtin))
+            })
+            .ok_or_else(|| EvalError::NotFound(format!("no builtin implements {image}")))?;
+        let started = Instant::now();
+        let deadline = started.checked_add(request.timeout);
+        // A builtin bug must not take the whole render down; the Go SDK also
+        // turns a panicking function into a failed function.
+        let response = catch_unwind(AssertUnwindSafe(|| {
+            builtin.evaluate_bytes(request.input, deadline)
+        }))
+        .map_err(|_| EvalError::ExecutionFailed(format!("builtin {} panicked", builtin.name())))?;
+        if started.elapsed() > request.timeout {
+            return Err(EvalError::TimedOut(request.timeout));
+        }
+        Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_resolve_with_any_tag() {
+        let cases = [
+            (
+                "ghcr.io/kptdev/krm-functions-catalog/set-namespace:latest",
+                Some(Builtin::SetNamespace),
+            ),
+            (
+                "ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.5",
+                Some(Builtin::SetLabels),
+            ),
+            (
+                "ghcr.io/kptdev/krm-functions-catalog/no-op",
+                Some(Builtin::NoOp),
+            ),
+            ("gcr.io/kpt-fn/starlark:v0.4", Some(Builtin::Starlark)),
+            ("set-namespace:latest", Some(Builtin::SetNamespace)),
+            (
+                "ghcr.io/kptdev/krm-functions-catalog/wasm/set-namespace:v0.5.1",
+                Some(Builtin::SetNamespace),
+            ),
+            (
+                "ghcr.io/kptdev/krm-functions-catalog/not-exist:latest",
+                None,
+            ),
+            ("example.com/set-namespace:latest", None),
+            (
+                "ghcr.io/kptdev/krm-functions-catalog/apply-setters@sha256:abc",
+                Some(Builtin::ApplySetters),
+            ),
+        ];
+        for (image, expected) in cases {
+            assert_eq!(Builtin::for_image(image), expected, "{image}");
+        }
+    }
+
+    #[test]
+    fn split_image_ignores_registry_port() {
+        assert_eq!(split_image("host:5000/fn:v1"), ("host:5000/fn", ":v1"));
+        assert_eq!(split_image("fn"), ("fn", ""));
+        assert_eq!(split_image("fn@sha256:1"), ("fn", "@sha256:1"));
+    }
+}

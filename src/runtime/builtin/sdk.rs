@@ -1,0 +1,462 @@
+//! The ResourceList wire format as the catalog functions see it: parsing the
+//! bytes kpt writes to a function's stdin, the structured results model, and
+//! writing the output list back the way the kpt Go SDK does (spec
+//! catalog-functions §0, yaml-fidelity §8.3).
+//!
+//! Builtins work on the parsed [`Node`] tree with the function's own
+//! value-setting conventions; this module owns everything around that: item
+//! sorting, key order of the output list, exit codes and stderr texts of each
+//! implementation family.
+
+use crate::runtime::FunctionResponse;
+use crate::yaml::node::{Node, NodeKind, tag};
+use crate::yaml::{SeqIndent, parse_document, to_string};
+
+/// `config.kubernetes.io/local-config`: resources that are not deployed.
+pub(crate) const LOCAL_CONFIG: &str = "config.kubernetes.io/local-config";
+
+/// The family-K failure text (kpt Go SDK `AsMain` when the processor reports
+/// "not successful").
+pub(crate) const FUNCTION_FAILURE: &str = "failed to evaluate function: error: function failure";
+
+/// A parsed function input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ResourceList {
+    /// The items (mapping nodes), in wire order.
+    pub(crate) items: Vec<Node>,
+    /// The function config, `None` when absent, null or an empty mapping.
+    pub(crate) function_config: Option<Node>,
+}
+
+impl ResourceList {
+    /// Parses the ResourceList document kpt writes to a function's stdin.
+    pub(crate) fn parse(input: &[u8]) -> Result<ResourceList, String> {
+        let text =
+            std::str::from_utf8(input).map_err(|err| format!("input is not valid UTF-8: {err}"))?;
+        let document = parse_document(text).map_err(|err| err.to_string())?;
+        let Some(document) = document else {
+            return Ok(ResourceList {
+                items: Vec::new(),
+                function_config: None,
+            });
+        };
+        let root = document.root();
+        if !root.is_mapping() {
+            return Err("input is not a ResourceList".to_owned());
+        }
+        let items = match root.get("items") {
+            Some(items) if items.is_sequence() => items.content.clone(),
+            _ => Vec::new(),
+        };
+        let function_config = root
+            .get("functionConfig")
+            .filter(|config| config.is_mapping() && !config.content.is_empty())
+            .cloned();
+        Ok(ResourceList {
+            items,
+            function_config,
+        })
+    }
+}
+
+/// Result severity as the SDKs write it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Severity {
+    /// `error`
+    Error,
+    /// `warning`
+    Warning,
+    /// `info`
+    Info,
+}
+
+impl Severity {
+    fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// `resourceRef` of a result.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ResourceRef {
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+    pub(crate) name: String,
+    pub(crate) namespace: String,
+}
+
+impl ResourceRef {
+    /// The reference of an item.
+    pub(crate) fn of(item: &Node) -> ResourceRef {
+        ResourceRef {
+            api_version: item.get_str(&["apiVersion"]).unwrap_or_default().to_owned(),
+            kind: item.get_str(&["kind"]).unwrap_or_default().to_owned(),
+            name: item
+                .get_str(&["metadata", "name"])
+                .unwrap_or_default()
+                .to_owned(),
+            namespace: item
+                .get_str(&["metadata", "namespace"])
+                .unwrap_or_default()
+                .to_owned(),
+        }
+    }
+}
+
+/// `field` of a result.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FieldRef {
+    pub(crate) path: String,
+    pub(crate) current_value: Option<String>,
+    pub(crate) proposed_value: Option<String>,
+}
+
+/// `file` of a result. Index 0 is not written (Go `omitempty`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FileRef {
+    pub(crate) path: String,
+    pub(crate) index: i64,
+}
+
+/// One structured result.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FnResult {
+    pub(crate) message: String,
+    pub(crate) severity: Option<Severity>,
+    pub(crate) resource_ref: Option<ResourceRef>,
+    pub(crate) field: Option<FieldRef>,
+    pub(crate) file: Option<FileRef>,
+}
+
+impl FnResult {
+    /// A result with a message and a severity only.
+    pub(crate) fn new(severity: Severity, message: impl Into<String>) -> FnResult {
+        FnResult {
+            message: message.into(),
+            severity: Some(severity),
+            ..FnResult::default()
+        }
+    }
+
+    /// An `info` result.
+    pub(crate) fn info(message: impl Into<String>) -> FnResult {
+        FnResult::new(Severity::Info, message)
+    }
+
+    /// An `error` result.
+    pub(crate) fn error(message: impl Into<String>) -> FnResult {
+        FnResult::new(Severity::Error, message)
+    }
+
+    /// A result without severity (kyaml legacy items, set-annotations).
+    pub(crate) fn plain(message: impl Into<String>) -> FnResult {
+        FnResult {
+            message: message.into(),
+            ..FnResult::default()
+        }
+    }
+
+    fn to_node(&self) -> Node {
+        let mut node = Node::new_mapping();
+        node.set("message", Node::new_string(self.message.as_str()));
+        if let Some(severity) = self.severity {
+            node.set("severity", Node::new_string(severity.as_str()));
+        }
+        if let Some(reference) = &self.resource_ref {
+            let mut map = Node::new_mapping();
+            for (key, value) in [
+                ("apiVersion", &reference.api_version),
+                ("kind", &reference.kind),
+                ("name", &reference.name),
+                ("namespace", &reference.namespace),
+            ] {
+                if !value.is_empty() {
+                    map.set(key, Node::new_string(value.as_str()));
+                }
+            }
+            node.set("resourceRef", map);
+        }
+        if let Some(field) = &self.field {
+            let mut map = Node::new_mapping();
+            if !field.path.is_empty() {
+                map.set("path", Node::new_string(field.path.as_str()));
+            }
+            if let Some(current) = &field.current_value {
+                map.set("currentValue", Node::new_string(current.as_str()));
+            }
+            if let Some(proposed) = &field.proposed_value {
+                map.set("proposedValue", Node::new_string(proposed.as_str()));
+            }
+            node.set("field", map);
+        }
+        if let Some(file) = &self.file {
+            let mut map = Node::new_mapping();
+            if !file.path.is_empty() {
+                map.set("path", Node::new_string(file.path.as_str()));
+            }
+            if file.index != 0 {
+                map.set("index", Node::new_scalar(tag::INT, file.index.to_string()));
+            }
+            node.set("file", map);
+        }
+        node
+    }
+}
+
+/// What a builtin produced, before it is written out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    /// Output items.
+    pub(crate) items: Vec<Node>,
+    /// The function config, echoed back.
+    pub(crate) function_config: Option<Node>,
+    /// Structured results.
+    pub(crate) results: Vec<FnResult>,
+    /// Text for stderr (no trailing newline is added).
+    pub(crate) stderr: String,
+    /// Process exit code.
+    pub(crate) exit_code: i32,
+    /// Whether to sort items as the kpt Go SDK does before writing them.
+    pub(crate) sort_items: bool,
+}
+
+impl Outcome {
+    /// A successful family-K (Go SDK) outcome.
+    pub(crate) fn sdk(input: ResourceList, results: Vec<FnResult>) -> Outcome {
+        Outcome {
+            items: input.items,
+            function_config: input.function_config,
+            results,
+            stderr: String::new(),
+            exit_code: 0,
+            sort_items: true,
+        }
+    }
+
+    /// A family-K failure: the results are kept, stderr says the processor
+    /// failed and the exit code is 1.
+    pub(crate) fn sdk_failure(input: ResourceList, results: Vec<FnResult>) -> Outcome {
+        Outcome {
+            stderr: FUNCTION_FAILURE.to_owned(),
+            exit_code: 1,
+            ..Outcome::sdk(input, results)
+        }
+    }
+
+    /// A kyaml-framework outcome: items keep their order.
+    pub(crate) fn kyaml(input: ResourceList, results: Vec<FnResult>) -> Outcome {
+        Outcome {
+            sort_items: false,
+            ..Outcome::sdk(input, results)
+        }
+    }
+
+    /// Writes the output list as the function's response.
+    pub(crate) fn into_response(mut self) -> FunctionResponse {
+        if self.sort_items {
+            sort_items(&mut self.items);
+        }
+        let mut list = Node::new_mapping();
+        list.set("apiVersion", Node::new_string("config.kubernetes.io/v1"));
+        list.set("kind", Node::new_string("ResourceList"));
+        if !self.items.is_empty() || !self.sort_items {
+            let mut items = Node::new_sequence();
+            items.content = self.items;
+            list.set("items", items);
+        }
+        if let Some(config) = self.function_config {
+            list.set("functionConfig", config);
+        }
+        if !self.results.is_empty() {
+            let mut results = Node::new_sequence();
+            results.content = self.results.iter().map(FnResult::to_node).collect();
+            list.set("results", results);
+        }
+        FunctionResponse {
+            stdout: to_string(&list, SeqIndent::Compact).into_bytes(),
+            stderr: self.stderr.into_bytes(),
+            exit_code: self.exit_code,
+        }
+    }
+}
+
+/// Sorts items by `"<apiVersion> <kind> <namespace> <name>"`, as the kpt Go
+/// SDK does before writing its output. Go's sort is not stable; ties are
+/// rare (identical identities) and keep their input order here.
+pub(crate) fn sort_items(items: &mut [Node]) {
+    items.sort_by_cached_key(|item| {
+        let field = |path: &[&str]| item.get_str(path).unwrap_or_default().to_owned();
+        format!(
+            "{} {} {} {}",
+            field(&["apiVersion"]),
+            field(&["kind"]),
+            field(&["metadata", "namespace"]),
+            field(&["metadata", "name"]),
+        )
+    });
+}
+
+/// The value of annotation `key` of an item, if it is a scalar.
+pub(crate) fn annotation<'a>(item: &'a Node, key: &str) -> Option<&'a str> {
+    item.get_path(&["metadata", "annotations"])
+        .and_then(|annotations| annotations.get(key))
+        .filter(|value| value.is_scalar())
+        .map(|value| value.value.as_str())
+}
+
+/// True for resources marked `config.kubernetes.io/local-config` with any
+/// value other than empty or `false`.
+pub(crate) fn is_local_config(item: &Node) -> bool {
+    annotation(item, LOCAL_CONFIG).is_some_and(|value| !value.is_empty() && value != "false")
+}
+
+/// The item's file path annotation (internal first, then legacy).
+pub(crate) fn file_path(item: &Node) -> Option<&str> {
+    annotation(item, crate::krm::resource::PATH)
+        .or_else(|| annotation(item, crate::krm::resource::LEGACY_PATH))
+}
+
+/// The item's file index annotation (internal first, then legacy).
+pub(crate) fn file_index(item: &Node) -> Option<i64> {
+    annotation(item, crate::krm::resource::INDEX)
+        .or_else(|| annotation(item, crate::krm::resource::LEGACY_INDEX))
+        .and_then(|index| index.trim().parse().ok())
+}
+
+/// Splits an apiVersion into (group, version); `v1` has an empty group.
+pub(crate) fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.rsplit_once('/') {
+        Some((group, version)) => (group, version),
+        None => ("", api_version),
+    }
+}
+
+/// Replaces `slot` with a new `!!str` scalar holding `value`, as the Go SDK's
+/// field setters do: the old node's style is lost, its comments are kept.
+pub(crate) fn replace_with_string(slot: &mut Node, value: &str) {
+    let mut node = Node::new_string(value);
+    node.head_comment = std::mem::take(&mut slot.head_comment);
+    node.line_comment = std::mem::take(&mut slot.line_comment);
+    node.foot_comment = std::mem::take(&mut slot.foot_comment);
+    *slot = node;
+}
+
+/// Returns the mapping under `key`, creating an empty one (appended at the
+/// end of `parent`, or in place of a null value) when missing. `None` when
+/// `parent` is not a mapping or the value is some other kind.
+pub(crate) fn ensure_mapping<'a>(parent: &'a mut Node, key: &str) -> Option<&'a mut Node> {
+    let child = parent.entry_or_insert_with(key, Node::new_mapping)?;
+    if child.is_null() {
+        *child = Node::new_mapping();
+    }
+    (child.kind == NodeKind::Mapping).then_some(child)
+}
+
+/// Go's `%q` for a string: double quotes with Go escapes.
+pub(crate) fn go_quote(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// YAML 1.1 booleans go-yaml v3 still quotes on output.
+pub(crate) fn is_old_bool(text: &str) -> bool {
+    matches!(
+        text,
+        "y" | "Y"
+            | "yes"
+            | "Yes"
+            | "YES"
+            | "on"
+            | "On"
+            | "ON"
+            | "n"
+            | "N"
+            | "no"
+            | "No"
+            | "NO"
+            | "off"
+            | "Off"
+            | "OFF"
+    )
+}
+
+/// `^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`
+pub(crate) fn is_base60_float(text: &str) -> bool {
+    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (body, fraction) = match body.split_once('.') {
+        Some((body, fraction)) => (body, Some(fraction)),
+        None => (body, None),
+    };
+    if fraction.is_some_and(|f| !f.bytes().all(|b| b.is_ascii_digit() || b == b'_')) {
+        return false;
+    }
+    let mut parts = body.split(':');
+    let Some(head) = parts.next() else {
+        return false;
+    };
+    if !head.starts_with(|c: char| c.is_ascii_digit())
+        || !head.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+    {
+        return false;
+    }
+    let mut sexagesimal = 0;
+    for part in parts {
+        sexagesimal += 1;
+        let bytes = part.as_bytes();
+        let ok = match bytes {
+            [d] => d.is_ascii_digit(),
+            [a, b] => (b'0'..=b'5').contains(a) && b.is_ascii_digit(),
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    sexagesimal > 0
+}
+
+/// kyaml `IsYaml1_1NonString`: text that a YAML 1.1 reader would not
+/// take as a string (go-yaml v3 non-strings, old booleans, base-60 numbers).
+pub(crate) fn is_yaml11_non_string(text: &str) -> bool {
+    crate::yaml::resolve::is_non_string(text) || is_old_bool(text) || is_base60_float(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_quote_escapes_like_go() {
+        assert_eq!(go_quote("staging"), "\"staging\"");
+        assert_eq!(go_quote("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\x01\"");
+    }
+
+    #[test]
+    fn api_version_splits_group() {
+        assert_eq!(split_api_version("apps/v1"), ("apps", "v1"));
+        assert_eq!(split_api_version("v1"), ("", "v1"));
+    }
+}

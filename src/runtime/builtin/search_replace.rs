@@ -1,0 +1,352 @@
+//! `search-replace` (kyaml v0.12 legacy framework, family L): finds scalars
+//! by value, regex, field path and file path, and optionally replaces their
+//! value or sets a line comment (spec catalog-functions §5).
+
+use globset::GlobBuilder;
+use regex::Regex;
+
+use super::sdk::{self, FieldRef, FileRef, FnResult, Outcome, ResourceList, go_quote};
+use crate::yaml::node::{Node, NodeKind};
+use crate::yaml::{SeqIndent, to_string};
+
+const MATCHERS: [&str; 6] = [
+    "by-value",
+    "by-file-path",
+    "by-value-regex",
+    "by-path",
+    "put-value",
+    "put-comment",
+];
+
+/// Runs search-replace on a parsed input.
+pub(crate) fn run(input: ResourceList) -> Outcome {
+    let config = match Config::from_function_config(input.function_config.as_ref()) {
+        Ok(config) => config,
+        Err(message) => return legacy_failure(input, &message),
+    };
+    let mut input = input;
+    let mut results = Vec::new();
+    for item in &mut input.items {
+        let file = sdk::file_path(item).map(str::to_owned);
+        if let Some(glob) = &config.by_file_path {
+            let path = file.as_deref().unwrap_or_default();
+            if !glob.is_match(path) {
+                continue;
+            }
+        }
+        if config.is_direct_put() {
+            let Some(put) = &config.put_value else {
+                continue;
+            };
+            let segments: Vec<&str> = config.by_path.split('.').collect();
+            put_path(item, &segments, put);
+            if let Some(path) = file {
+                results.push(mutated(put, &config.by_path, path));
+            }
+            continue;
+        }
+        let mut matches = Vec::new();
+        walk(item, &config, &mut String::new(), &mut matches);
+        if let Some(path) = file {
+            for (field_path, value) in matches {
+                let message = if config.put_value.is_some() || config.put_comment.is_some() {
+                    format!("Mutated field value to {}", go_quote(&value))
+                } else {
+                    format!("Matched field value {}", go_quote(&value))
+                };
+                results.push(FnResult {
+                    message,
+                    field: Some(FieldRef {
+                        path: field_path,
+                        ..FieldRef::default()
+                    }),
+                    file: Some(FileRef {
+                        path: path.clone(),
+                        index: 0,
+                    }),
+                    ..FnResult::default()
+                });
+            }
+        }
+    }
+    if results.is_empty() {
+        results.push(FnResult::plain("no matches"));
+    }
+    Outcome::kyaml(input, results)
+}
+
+fn mutated(value: &str, field_path: &str, file: String) -> FnResult {
+    FnResult {
+        message: format!("Mutated field value to {}", go_quote(value)),
+        field: Some(FieldRef {
+            path: field_path.to_owned(),
+            ..FieldRef::default()
+        }),
+        file: Some(FileRef {
+            path: file,
+            index: 0,
+        }),
+        ..FnResult::default()
+    }
+}
+
+/// A family-L failure: one error item; the framework prints the error twice.
+fn legacy_failure(input: ResourceList, error: &str) -> Outcome {
+    let message = format!(
+        "failed to perform search-replace operation: {}",
+        go_quote(error)
+    );
+    let mut outcome = Outcome::kyaml(input, vec![FnResult::error(message)]);
+    outcome.stderr = format!("{error}{error}");
+    outcome.exit_code = 1;
+    outcome
+}
+
+struct Config {
+    by_value: Option<String>,
+    by_value_regex: Option<Regex>,
+    by_path: String,
+    by_file_path: Option<globset::GlobMatcher>,
+    put_value: Option<String>,
+    put_comment: Option<String>,
+}
+
+impl Config {
+    fn from_function_config(config: Option<&Node>) -> Result<Config, String> {
+        let data = config.and_then(|config| config.get("data"));
+        let mut values = std::collections::BTreeMap::new();
+        if let Some(data) = data {
+            for (key, value) in data.pairs() {
+                if !MATCHERS.contains(&key.value.as_str()) {
+                    return Err(format!(
+                        "invalid matcher {}, must be one of [\"by-value\" \"by-file-path\" \"by-value-regex\" \"by-path\" \"put-value\" \"put-comment\"]",
+                        go_quote(&key.value)
+                    ));
+                }
+                values.insert(key.value.clone(), value.value.clone());
+            }
+        }
+        let get = |key: &str| values.get(key).cloned();
+        if get("by-value").is_some() && get("by-value-regex").is_some() {
+            return Err(
+                "only one of [\"by-value\", \"by-value-regex\"] can be provided".to_owned(),
+            );
+        }
+        let by_value_regex = match get("by-value-regex") {
+            Some(pattern) => Some(Regex::new(&format!("^(?:{pattern})$")).map_err(|err| {
+                format!(
+                    "failed to compile input pattern {}: {err}",
+                    go_quote(&pattern)
+                )
+            })?),
+            None => None,
+        };
+        let by_file_path = match get("by-file-path") {
+            Some(pattern) => Some(
+                GlobBuilder::new(&pattern)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|err| err.to_string())?
+                    .compile_matcher(),
+            ),
+            None => None,
+        };
+        Ok(Config {
+            by_value: get("by-value"),
+            by_value_regex,
+            by_path: get("by-path").unwrap_or_default(),
+            by_file_path,
+            put_value: get("put-value"),
+            put_comment: get("put-comment"),
+        })
+    }
+
+    /// `by-path` names one concrete field and no value matcher is given:
+    /// the value is put on every item, creating the field.
+    fn is_direct_put(&self) -> bool {
+        !self.by_path.is_empty()
+            && !self.by_path.split('.').any(str::is_empty)
+            && !self.by_path.contains('*')
+            && !self.by_path.contains('[')
+            && self.by_value.is_none()
+            && self.by_value_regex.is_none()
+            && self.put_value.is_some()
+    }
+
+    fn value_matches(&self, value: &str) -> bool {
+        if let Some(by_value) = &self.by_value {
+            return by_value == value;
+        }
+        self.by_value_regex
+            .as_ref()
+            .is_some_and(|regex| regex.is_match(value))
+    }
+
+    fn path_matches(&self, path: &str) -> bool {
+        if self.by_path.is_empty() {
+            return false;
+        }
+        let pattern: Vec<&str> = self.by_path.split('.').collect();
+        let elements: Vec<&str> = path.split('.').collect();
+        match_elements(&elements, &pattern)
+    }
+}
+
+fn match_elements(elements: &[&str], pattern: &[&str]) -> bool {
+    match (elements.split_first(), pattern.split_first()) {
+        (_, Some((&"**", rest))) => {
+            match_elements(elements, rest)
+                || (!elements.is_empty() && match_elements(&elements[1..], pattern))
+        }
+        (None, None) => true,
+        (Some((element, elements)), Some((pattern_element, pattern))) => {
+            match_element(element, pattern_element) && match_elements(elements, pattern)
+        }
+        _ => false,
+    }
+}
+
+fn match_element(element: &str, pattern: &str) -> bool {
+    if pattern == "*" || pattern == element {
+        return true;
+    }
+    let (Some((name, index)), Some((pattern_name, pattern_index))) =
+        (split_index(element), split_index(pattern))
+    else {
+        return false;
+    };
+    (pattern_name == "*" || pattern_name == name)
+        && (pattern_index == "*" || pattern_index == index)
+}
+
+fn split_index(element: &str) -> Option<(&str, &str)> {
+    let (name, rest) = element.split_once('[')?;
+    Some((name, rest.strip_suffix(']')?))
+}
+
+/// Depth-first walk; matched scalars are mutated and reported as
+/// (field path, new rendering).
+fn walk(node: &mut Node, config: &Config, path: &mut String, matches: &mut Vec<(String, String)>) {
+    match node.kind {
+        NodeKind::Mapping => {
+            for pair in node.content.chunks_exact_mut(2) {
+                let [key, value] = pair else { continue };
+                let saved = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(&key.value);
+                walk(value, config, path, matches);
+                path.truncate(saved);
+            }
+        }
+        NodeKind::Sequence => {
+            for (i, element) in node.content.iter_mut().enumerate() {
+                let saved = path.len();
+                path.push_str(&format!("[{i}]"));
+                walk(element, config, path, matches);
+                path.truncate(saved);
+            }
+        }
+        NodeKind::Scalar => {
+            let value_matches = config.value_matches(&node.value);
+            let path_matches = config.path_matches(path);
+            let no_value_matcher = config.by_value.is_none() && config.by_value_regex.is_none();
+            let matched = (value_matches && path_matches)
+                || (value_matches && config.by_path.is_empty())
+                || (path_matches && no_value_matcher);
+            if !matched {
+                return;
+            }
+            if let Some(comment) = &config.put_comment {
+                node.line_comment = comment_text(comment);
+            }
+            if let Some(put) = &config.put_value {
+                let new_value = match &config.by_value_regex {
+                    Some(regex) => expand_captures(regex, &node.value, put),
+                    None => put.clone(),
+                };
+                node.value = new_value;
+                node.tag = String::new();
+            }
+            let rendered = to_string(node, SeqIndent::Compact).trim().to_owned();
+            matches.push((path.clone(), rendered));
+        }
+        NodeKind::Document | NodeKind::Alias => {
+            for child in &mut node.content {
+                walk(child, config, path, matches);
+            }
+        }
+    }
+}
+
+fn comment_text(comment: &str) -> String {
+    if comment.starts_with('#') {
+        comment.to_owned()
+    } else {
+        format!("# {comment}")
+    }
+}
+
+/// Replaces `${N}` in `template` with capture group N of `regex` on `value`.
+fn expand_captures(regex: &Regex, value: &str, template: &str) -> String {
+    let Some(captures) = regex.captures(value) else {
+        return template.to_owned();
+    };
+    let mut out = template.to_owned();
+    for i in (0..captures.len()).rev() {
+        let text = captures.get(i).map_or("", |m| m.as_str());
+        out = out.replace(&format!("${{{i}}}"), text);
+    }
+    out
+}
+
+/// Creates the maps along `segments` and sets the last one to an untagged
+/// plain scalar.
+fn put_path(node: &mut Node, segments: &[&str], value: &str) {
+    let Some((last, parents)) = segments.split_last() else {
+        return;
+    };
+    let mut current = node;
+    for key in parents {
+        match sdk::ensure_mapping(current, key) {
+            Some(next) => current = next,
+            None => return,
+        }
+    }
+    if !current.is_mapping() {
+        return;
+    }
+    match current.get_mut(last) {
+        Some(existing) if existing.is_scalar() => {
+            existing.value = value.to_owned();
+            existing.tag = String::new();
+        }
+        Some(existing) => *existing = Node::new_untagged_scalar(value),
+        None => current.set(last, Node::new_untagged_scalar(value)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_patterns() {
+        let m = |path: &str, pattern: &str| {
+            match_elements(
+                &path.split('.').collect::<Vec<_>>(),
+                &pattern.split('.').collect::<Vec<_>>(),
+            )
+        };
+        assert!(m("spec.replicas", "spec.replicas"));
+        assert!(m("spec.replicas", "*.replicas"));
+        assert!(m("spec.template.spec.containers[0].image", "**.image"));
+        assert!(m(
+            "spec.template.spec.containers[0].image",
+            "spec.**.containers[*].image"
+        ));
+        assert!(!m("spec.template", "spec.replicas"));
+        assert!(m("metadata.name", "**.name"));
+    }
+}

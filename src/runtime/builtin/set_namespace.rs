@@ -1,0 +1,603 @@
+//! `set-namespace` (kpt Go SDK, family K): rewrites namespace slots of
+//! namespace-scoped objects, Namespace names, a few cluster-scoped
+//! references and `depends-on` annotations (spec catalog-functions §1).
+
+use std::collections::BTreeSet;
+
+use super::sdk::{
+    self, FileRef, FnResult, Outcome, ResourceList, ResourceRef, Severity, ensure_mapping,
+    go_quote, replace_with_string, split_api_version,
+};
+use crate::yaml::node::Node;
+
+const UPSTREAM_IDENTIFIER: &str = "internal.kpt.dev/upstream-identifier";
+const DEPENDS_ON: &str = "config.kubernetes.io/depends-on";
+const CLUSTER_ORIGIN: &str = "~C";
+
+/// Runs set-namespace on a parsed input.
+pub(crate) fn run(input: ResourceList) -> Outcome {
+    let config = match Config::from_function_config(input.function_config.as_ref()) {
+        Ok(config) => config,
+        Err(message) => {
+            let mut result = FnResult::error(message);
+            if let Some(config) = &input.function_config {
+                result.resource_ref = Some(ResourceRef::of(config));
+                result.file = Some(FileRef {
+                    path: sdk::file_path(config).unwrap_or_default().to_owned(),
+                    index: sdk::file_index(config).unwrap_or(-1),
+                });
+            }
+            return Outcome::sdk_failure(input, vec![result]);
+        }
+    };
+    let mut input = input;
+    match transform(&mut input.items, &config) {
+        Ok(results) => Outcome::sdk(input, results),
+        Err(Failure::Results(results)) => Outcome::sdk_failure(input, results),
+        Err(Failure::Abort(message)) => {
+            let mut outcome = Outcome::sdk_failure(input, Vec::new());
+            outcome.stderr = format!("failed to evaluate function: {message}");
+            outcome
+        }
+    }
+}
+
+/// The function config: the new namespace and an optional matcher.
+struct Config {
+    namespace: String,
+    matcher: Option<String>,
+}
+
+impl Config {
+    fn from_function_config(config: Option<&Node>) -> Result<Config, String> {
+        let Some(config) = config else {
+            return Err(
+                "FunctionConfig is missing. Expect `ConfigMap.v1` or `SetNamespace.v1alpha1.fn.kpt.dev`"
+                    .to_owned(),
+            );
+        };
+        let api_version = config.get_str(&["apiVersion"]).unwrap_or_default();
+        let kind = config.get_str(&["kind"]).unwrap_or_default();
+        let non_empty = |value: Option<&str>| value.filter(|v| !v.is_empty()).map(str::to_owned);
+        if kind == "ConfigMap" && split_api_version(api_version).1 == "v1" {
+            let mut namespace = non_empty(config.get_str(&["data", "namespace"]));
+            if namespace.is_none()
+                && config.get_str(&["metadata", "name"]) == Some("kptfile.kpt.dev")
+            {
+                namespace = non_empty(config.get_str(&["data", "name"]));
+            }
+            let Some(namespace) = namespace else {
+                return Err("`data.namespace` should not be empty".to_owned());
+            };
+            return Ok(Config {
+                namespace,
+                matcher: non_empty(config.get_str(&["data", "namespaceMatcher"])),
+            });
+        }
+        if kind == "SetNamespace" && api_version == "fn.kpt.dev/v1alpha1" {
+            let Some(namespace) = non_empty(config.get_str(&["namespace"])) else {
+                return Err("`namespace` should not be empty".to_owned());
+            };
+            return Ok(Config {
+                namespace,
+                matcher: non_empty(config.get_str(&["namespaceMatcher"])),
+            });
+        }
+        Err(format!(
+            "unknown functionConfig Kind={kind} ApiVersion={api_version}, expect `ConfigMap.v1` or `SetNamespace.v1alpha1.fn.kpt.dev`"
+        ))
+    }
+}
+
+enum Failure {
+    /// Error results; the function exits 1.
+    Results(Vec<FnResult>),
+    /// The processor returned an error (stderr carries it).
+    Abort(String),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Cluster,
+    Namespaced,
+    Unknown,
+}
+
+fn scope(item: &Node) -> Scope {
+    let api_version = item.get_str(&["apiVersion"]).unwrap_or_default();
+    let kind = item.get_str(&["kind"]).unwrap_or_default();
+    if let Some(scope) = table_scope(api_version, kind) {
+        return scope;
+    }
+    if item
+        .get("metadata")
+        .and_then(|metadata| metadata.get("namespace"))
+        .is_some()
+    {
+        Scope::Namespaced
+    } else {
+        Scope::Unknown
+    }
+}
+
+/// The SDK's built-in scope table (82 entries).
+fn table_scope(api_version: &str, kind: &str) -> Option<Scope> {
+    let cluster: &[(&[&str], &[&str])] = &[
+        (
+            &[
+                "admissionregistration.k8s.io/v1",
+                "admissionregistration.k8s.io/v1beta1",
+            ],
+            &[
+                "MutatingWebhookConfiguration",
+                "ValidatingWebhookConfiguration",
+            ],
+        ),
+        (
+            &["apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1"],
+            &["CustomResourceDefinition"],
+        ),
+        (
+            &[
+                "apiregistration.k8s.io/v1",
+                "apiregistration.k8s.io/v1beta1",
+            ],
+            &["APIService"],
+        ),
+        (
+            &["certificates.k8s.io/v1", "certificates.k8s.io/v1beta1"],
+            &["CertificateSigningRequest"],
+        ),
+        (
+            &["flowcontrol.apiserver.k8s.io/v1beta1"],
+            &["FlowSchema", "PriorityLevelConfiguration"],
+        ),
+        (
+            &["networking.k8s.io/v1", "networking.k8s.io/v1beta1"],
+            &["IngressClass"],
+        ),
+        (
+            &["node.k8s.io/v1", "node.k8s.io/v1beta1"],
+            &["RuntimeClass"],
+        ),
+        (&["policy/v1beta1"], &["PodSecurityPolicy"]),
+        (
+            &[
+                "rbac.authorization.k8s.io/v1",
+                "rbac.authorization.k8s.io/v1beta1",
+            ],
+            &["ClusterRole", "ClusterRoleBinding"],
+        ),
+        (
+            &["scheduling.k8s.io/v1", "scheduling.k8s.io/v1beta1"],
+            &["PriorityClass"],
+        ),
+        (
+            &["storage.k8s.io/v1", "storage.k8s.io/v1beta1"],
+            &["CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"],
+        ),
+        (
+            &["v1"],
+            &[
+                "ComponentStatus",
+                "Namespace",
+                "Node",
+                "NodeProxyOptions",
+                "PersistentVolume",
+            ],
+        ),
+    ];
+    let namespaced: &[(&[&str], &[&str])] = &[
+        (
+            &["apps/v1"],
+            &[
+                "ControllerRevision",
+                "DaemonSet",
+                "Deployment",
+                "ReplicaSet",
+                "StatefulSet",
+            ],
+        ),
+        (&["autoscaling/v1"], &["HorizontalPodAutoscaler", "Scale"]),
+        (
+            &["autoscaling/v2beta1", "autoscaling/v2beta2"],
+            &["HorizontalPodAutoscaler"],
+        ),
+        (&["batch/v1"], &["CronJob", "Job"]),
+        (&["batch/v1beta1"], &["CronJob"]),
+        (
+            &["coordination.k8s.io/v1", "coordination.k8s.io/v1beta1"],
+            &["Lease"],
+        ),
+        (
+            &["discovery.k8s.io/v1", "discovery.k8s.io/v1beta1"],
+            &["EndpointSlice"],
+        ),
+        (&["events.k8s.io/v1", "events.k8s.io/v1beta1"], &["Event"]),
+        (&["extensions/v1beta1"], &["Ingress"]),
+        (&["networking.k8s.io/v1"], &["Ingress", "NetworkPolicy"]),
+        (&["networking.k8s.io/v1beta1"], &["Ingress"]),
+        (&["policy/v1", "policy/v1beta1"], &["PodDisruptionBudget"]),
+        (
+            &[
+                "rbac.authorization.k8s.io/v1",
+                "rbac.authorization.k8s.io/v1beta1",
+            ],
+            &["Role", "RoleBinding"],
+        ),
+        (&["storage.k8s.io/v1beta1"], &["CSIStorageCapacity"]),
+        (
+            &["v1"],
+            &[
+                "ConfigMap",
+                "Endpoints",
+                "Event",
+                "LimitRange",
+                "PersistentVolumeClaim",
+                "Pod",
+                "PodAttachOptions",
+                "PodExecOptions",
+                "PodPortForwardOptions",
+                "PodProxyOptions",
+                "PodTemplate",
+                "ReplicationController",
+                "ResourceQuota",
+                "Secret",
+                "Service",
+                "ServiceAccount",
+                "ServiceProxyOptions",
+            ],
+        ),
+    ];
+    let lookup = |table: &[(&[&str], &[&str])]| {
+        table
+            .iter()
+            .any(|(versions, kinds)| versions.contains(&api_version) && kinds.contains(&kind))
+    };
+    if lookup(cluster) {
+        Some(Scope::Cluster)
+    } else if lookup(namespaced) {
+        Some(Scope::Namespaced)
+    } else {
+        None
+    }
+}
+
+/// The parsed `internal.kpt.dev/upstream-identifier` annotation.
+struct Upstream {
+    namespace: String,
+    name: String,
+}
+
+fn upstream(item: &Node) -> Result<Option<Upstream>, String> {
+    let Some(value) = sdk::annotation(item, UPSTREAM_IDENTIFIER) else {
+        return Ok(None);
+    };
+    let parts: Vec<&str> = value.split('|').collect();
+    match parts.as_slice() {
+        [_, _, namespace, name] => Ok(Some(Upstream {
+            namespace: (*namespace).to_owned(),
+            name: (*name).to_owned(),
+        })),
+        _ => Err(format!(
+            "annotation {UPSTREAM_IDENTIFIER}: {value} is in bad format. expect \"<GROUP>|<KIND>|<NAMESPACE>|<NAME>\""
+        )),
+    }
+}
+
+fn short_string(item: &Node) -> String {
+    let reference = ResourceRef::of(item);
+    format!(
+        "Resource(apiVersion={}, kind={}, namespace={}, name={})",
+        reference.api_version, reference.kind, reference.namespace, reference.name
+    )
+}
+
+/// Counts and old values of the namespace rewrite.
+struct Changes<'c> {
+    config: &'c Config,
+    old_values: BTreeSet<String>,
+    count: usize,
+    origin_results: Vec<FnResult>,
+}
+
+impl Changes<'_> {
+    /// Visits one slot: decides the new value of `current` (empty reads as
+    /// `default`) given the object's `origin`, records a change, and returns
+    /// the value to write back.
+    fn visit(&mut self, item_label: &dyn Fn() -> String, current: &str, origin: &str) -> String {
+        let current = if current.is_empty() {
+            "default"
+        } else {
+            current
+        };
+        if let Some(matcher) = &self.config.matcher {
+            if origin == matcher {
+                self.origin_results.push(FnResult::info(format!(
+                    "[{}] has matching origin {origin}",
+                    item_label()
+                )));
+            }
+        }
+        if current == self.config.namespace {
+            return current.to_owned();
+        }
+        let matches = match &self.config.matcher {
+            None => true,
+            Some(matcher) => matcher == current || matcher == origin,
+        };
+        if !matches {
+            return current.to_owned();
+        }
+        self.old_values.insert(current.to_owned());
+        self.count += 1;
+        self.config.namespace.clone()
+    }
+}
+
+/// Writes `value` at `path` below `node`, creating missing maps at the end
+/// of their parents.
+fn write_path(node: &mut Node, path: &[&str], value: &str) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut current = node;
+    for key in parents {
+        match ensure_mapping(current, key) {
+            Some(next) => current = next,
+            None => return,
+        }
+    }
+    if !current.is_mapping() {
+        return;
+    }
+    match current.get_mut(last) {
+        Some(slot) => replace_with_string(slot, value),
+        None => current.set(last, Node::new_string(value)),
+    }
+}
+
+fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failure> {
+    let work: Vec<usize> = (0..items.len())
+        .filter(|&i| !sdk::is_local_config(&items[i]))
+        .collect();
+    let scopes: Vec<Scope> = items.iter().map(scope).collect();
+    let mut upstreams = Vec::with_capacity(items.len());
+    for item in items.iter() {
+        upstreams.push(upstream(item).map_err(Failure::Abort)?);
+    }
+
+    // Step 1: identities before any change, for depends-on.
+    let mut identities = BTreeSet::new();
+    for &i in &work {
+        let item = &items[i];
+        if scopes[i] == Scope::Unknown {
+            continue;
+        }
+        let (group, _) = split_api_version(item.get_str(&["apiVersion"]).unwrap_or_default());
+        let namespace = item.get_str(&["metadata", "namespace"]).unwrap_or_default();
+        let namespace = if namespace.is_empty() && scopes[i] == Scope::Namespaced {
+            "default"
+        } else {
+            namespace
+        };
+        identities.insert(format!(
+            "{group}/namespaces/{namespace}/{}/{}",
+            item.get_str(&["kind"]).unwrap_or_default(),
+            item.get_str(&["metadata", "name"]).unwrap_or_default()
+        ));
+    }
+
+    // Step 2: origin checks.
+    let mut origin_namespaces = BTreeSet::new();
+    let mut errors = Vec::new();
+    for &i in &work {
+        if scopes[i] != Scope::Namespaced {
+            continue;
+        }
+        if let Some(upstream) = &upstreams[i] {
+            if upstream.namespace == CLUSTER_ORIGIN {
+                let value = sdk::annotation(&items[i], UPSTREAM_IDENTIFIER).unwrap_or_default();
+                errors.push(FnResult::error(format!(
+                    "{} is namespace-scoped, but has cluster-scoped or unknown scoepd origin {value}",
+                    short_string(&items[i])
+                )));
+            }
+            origin_namespaces.insert(upstream.namespace.clone());
+        }
+    }
+    if config.matcher.is_none() && origin_namespaces.len() > 1 {
+        let found: Vec<&str> = origin_namespaces.iter().map(String::as_str).collect();
+        return Err(Failure::Results(vec![FnResult::error(format!(
+            "unable to use origin `namespace` to match. expect a single upstream namespace, found [{}]. please switch to use `namespaceMatcher`to specify the namespace value you want to change",
+            found.join(" ")
+        ))]));
+    }
+    if !errors.is_empty() {
+        return Err(Failure::Results(errors));
+    }
+
+    // Step 3: namespace slots, cluster-scoped specials first.
+    let mut changes = Changes {
+        config,
+        old_values: BTreeSet::new(),
+        count: 0,
+        origin_results: Vec::new(),
+    };
+    for &i in &work {
+        if scopes[i] != Scope::Cluster {
+            continue;
+        }
+        let label = short_string(&items[i]);
+        let label = || label.clone();
+        let api_version = items[i]
+            .get_str(&["apiVersion"])
+            .unwrap_or_default()
+            .to_owned();
+        let kind = items[i].get_str(&["kind"]).unwrap_or_default().to_owned();
+        let path: &[&str] = match (api_version.as_str(), kind.as_str()) {
+            ("v1", "Namespace") => &["metadata", "name"],
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => &[
+                "spec",
+                "conversion",
+                "webhook",
+                "clientConfig",
+                "service",
+                "namespace",
+            ],
+            ("apiregistration.k8s.io/v1", "APIService") => &["spec", "service", "namespace"],
+            (_, "ClusterRoleBinding" | "RoleBinding") => {
+                visit_subjects(&mut items[i], &mut changes, &label);
+                continue;
+            }
+            _ => continue,
+        };
+        let current = items[i].get_str(path).unwrap_or_default().to_owned();
+        let origin = if kind == "Namespace" {
+            match &upstreams[i] {
+                Some(upstream) => upstream.name.clone(),
+                None => current.clone(),
+            }
+        } else {
+            current.clone()
+        };
+        if origin == CLUSTER_ORIGIN {
+            continue;
+        }
+        let value = changes.visit(&label, &current, &origin);
+        write_path(&mut items[i], path, &value);
+    }
+    for &i in &work {
+        if scopes[i] != Scope::Namespaced {
+            continue;
+        }
+        let label = short_string(&items[i]);
+        let label = || label.clone();
+        let current = items[i]
+            .get_str(&["metadata", "namespace"])
+            .unwrap_or_default()
+            .to_owned();
+        let origin = match &upstreams[i] {
+            Some(upstream) => upstream.namespace.clone(),
+            None if current.is_empty() => "default".to_owned(),
+            None => current.clone(),
+        };
+        if origin == CLUSTER_ORIGIN {
+            continue;
+        }
+        let value = changes.visit(&label, &current, &origin);
+        write_path(&mut items[i], &["metadata", "namespace"], &value);
+    }
+
+    // Step 4: depends-on annotations.
+    let mut depends_old = BTreeSet::new();
+    let mut depends_count = 0;
+    for &i in &work {
+        let Some(value) = sdk::annotation(&items[i], DEPENDS_ON) else {
+            continue;
+        };
+        let Some(parsed) = parse_depends_on(value) else {
+            continue;
+        };
+        if !identities.contains(value) || parsed.namespace == config.namespace {
+            continue;
+        }
+        if config
+            .matcher
+            .as_ref()
+            .is_some_and(|matcher| *matcher != parsed.namespace)
+        {
+            continue;
+        }
+        let rewritten = format!(
+            "{}/namespaces/{}/{}/{}",
+            parsed.group, config.namespace, parsed.kind, parsed.name
+        );
+        depends_old.insert(parsed.namespace.to_owned());
+        depends_count += 1;
+        write_path(
+            &mut items[i],
+            &["metadata", "annotations", DEPENDS_ON],
+            &rewritten,
+        );
+    }
+
+    let mut results = changes.origin_results;
+    let new = go_quote(&config.namespace);
+    if changes.count > 0 {
+        let olds: Vec<&str> = changes.old_values.iter().map(String::as_str).collect();
+        results.push(FnResult::info(format!(
+            "namespace [{}] updated to {new}, {} value(s) changed",
+            olds.join(" "),
+            changes.count
+        )));
+    } else {
+        results.push(FnResult::info(format!(
+            "all matching namespaces are already {new}. no value changed"
+        )));
+    }
+    if depends_count > 0 {
+        let olds: Vec<&str> = depends_old.iter().map(String::as_str).collect();
+        results.push(FnResult::info(format!(
+            "`depends-on` annotation namespace [{}] updated to {new}, {depends_count} value(s) changed",
+            olds.join(" ")
+        )));
+    } else {
+        results.push(FnResult::new(
+            Severity::Info,
+            "all `depends-on` annotations are up-to-date. no `namespace` changed",
+        ));
+    }
+    Ok(results)
+}
+
+/// `subjects[*].namespace` of a (Cluster)RoleBinding, for entries that have it.
+fn visit_subjects(item: &mut Node, changes: &mut Changes<'_>, label: &dyn Fn() -> String) {
+    let Some(subjects) = item.get_mut("subjects") else {
+        return;
+    };
+    if !subjects.is_sequence() {
+        return;
+    }
+    for subject in &mut subjects.content {
+        let Some(slot) = subject.get_mut("namespace") else {
+            continue;
+        };
+        let current = if slot.is_scalar() {
+            slot.value.clone()
+        } else {
+            String::new()
+        };
+        let value = changes.visit(label, &current, &current.clone());
+        replace_with_string(slot, &value);
+    }
+}
+
+struct DependsOn<'a> {
+    group: &'a str,
+    namespace: &'a str,
+    kind: &'a str,
+    name: &'a str,
+}
+
+/// Parses a single namespaced `depends-on` reference
+/// (`<group>/namespaces/<ns>/<kind>/<name>`, characters `[-.\w]`).
+fn parse_depends_on(value: &str) -> Option<DependsOn<'_>> {
+    let parts: Vec<&str> = value.split('/').collect();
+    let [group, "namespaces", namespace, kind, name] = parts.as_slice() else {
+        return None;
+    };
+    let valid = |part: &str, allow_empty: bool| {
+        (allow_empty || !part.is_empty())
+            && part
+                .chars()
+                .all(|c| c == '-' || c == '.' || c == '_' || c.is_alphanumeric())
+    };
+    (valid(group, true) && valid(namespace, false) && valid(kind, false) && valid(name, false))
+        .then_some(DependsOn {
+            group,
+            namespace,
+            kind,
+            name,
+        })
+}

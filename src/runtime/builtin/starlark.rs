@@ -1,0 +1,774 @@
+//! `starlark` (kpt Go SDK, family K): runs a `StarlarkRun` (or ConfigMap)
+//! program on the `starlark` crate with the catalog function's API
+//! (`ctx.resource_list`, `ctx.environment`, `print` to stderr, `fail`), in a
+//! sandbox: no `load()`, no file system or network builtins, and a step
+//! budget plus a deadline so a runaway loop fails instead of hanging
+//! (spec catalog-functions §4).
+//!
+//! Values cross the boundary as plain data: YAML nodes become dicts (in
+//! document order), lists, strings, ints, floats, bools and None; the result
+//! is re-encoded as go-yaml's `Marshal` would write the Go values the real
+//! function builds (keys sorted, type-revealing quoting, §4.5).
+
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::time::Instant;
+
+use starlark::environment::{GlobalsBuilder, LibraryExtension, Module};
+use starlark::eval::Evaluator;
+use starlark::syntax::{AstModule, Dialect};
+use starlark::values::dict::{AllocDict, DictRef};
+use starlark::values::float::StarlarkFloat;
+use starlark::values::list::{AllocList, ListRef};
+use starlark::values::structs::AllocStruct;
+use starlark::values::tuple::TupleRef;
+use starlark::values::{Heap, UnpackValue, Value};
+use starlark::{ErrorKind, PrintHandler};
+
+use super::sdk::{
+    FUNCTION_FAILURE, FnResult, Outcome, ResourceList, is_base60_float, is_old_bool,
+    split_api_version,
+};
+use crate::yaml::node::{Node, NodeKind, Style, tag};
+use crate::yaml::resolve::resolve_plain;
+
+/// Bounds on one program run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// Function calls plus loop iterations the program may execute.
+    pub(crate) max_ticks: u64,
+    /// Wall-clock deadline.
+    pub(crate) deadline: Option<Instant>,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_ticks: 50_000_000,
+            deadline: None,
+        }
+    }
+}
+
+const DEFAULT_NAME: &str = "starlark-function-run";
+
+/// Runs the starlark function on a parsed input.
+pub(crate) fn run(input: ResourceList, limits: Limits) -> Outcome {
+    let program = match Program::from_function_config(input.function_config.as_ref()) {
+        Ok(program) => program,
+        Err(message) => return Outcome::sdk_failure(input, vec![FnResult::error(message)]),
+    };
+    let printed = RefCell::new(String::new());
+    match execute(&program, &input, limits, &printed) {
+        Ok(items) => {
+            let mut outcome = Outcome::sdk(input, Vec::new());
+            outcome.items = items;
+            // The step's stderr is the printed lines joined by newlines,
+            // without a trailing one.
+            let mut printed = printed.into_inner();
+            if printed.ends_with('\n') {
+                printed.pop();
+            }
+            outcome.stderr = printed;
+            outcome
+        }
+        Err(message) => {
+            let mut outcome = Outcome::sdk_failure(input, vec![FnResult::error(message)]);
+            outcome.stderr = format!("{}{FUNCTION_FAILURE}", printed.into_inner());
+            outcome
+        }
+    }
+}
+
+/// The program to run: its name (used in error positions) and source.
+struct Program {
+    name: String,
+    source: String,
+}
+
+impl Program {
+    fn from_function_config(config: Option<&Node>) -> Result<Program, String> {
+        let Some(config) = config else {
+            return Err(
+                "FunctionConfig is missing. Expect `ConfigMap` or `StarlarkRun`".to_owned(),
+            );
+        };
+        let api_version = config.get_str(&["apiVersion"]).unwrap_or_default();
+        let kind = config.get_str(&["kind"]).unwrap_or_default();
+        let (group, version) = split_api_version(api_version);
+        let source = if group == "fn.kpt.dev" && kind == "StarlarkRun" {
+            config.get_str(&["source"])
+        } else if group.is_empty() && kind == "ConfigMap" {
+            config.get_str(&["data", "source"])
+        } else {
+            return Err(format!(
+                "`functionConfig` must be either /v1, Kind=ConfigMap or fn.kpt.dev/v1alpha1, Kind=StarlarkRun, but we got: {group}/{version}, Kind={kind}"
+            ));
+        };
+        let source = source.unwrap_or_default();
+        if source.is_empty() {
+            return Err("`source` must not be empty".to_owned());
+        }
+        let name = config
+            .get_str(&["metadata", "name"])
+            .filter(|name| !name.is_empty())
+            .unwrap_or(DEFAULT_NAME);
+        Ok(Program {
+            name: name.to_owned(),
+            source: source.to_owned(),
+        })
+    }
+}
+
+/// Collects `print` output; the function writes it to stderr.
+struct Printer<'a>(&'a RefCell<String>);
+
+impl PrintHandler for Printer<'_> {
+    fn println(&self, text: &str) -> starlark::Result<()> {
+        let mut out = self.0.borrow_mut();
+        out.push_str(text);
+        out.push('\n');
+        Ok(())
+    }
+}
+
+/// The dialect of go.starlark.net as the catalog function configures it.
+fn dialect() -> Dialect {
+    Dialect {
+        enable_top_level_stmt: true,
+        enable_keyword_only_arguments: true,
+        enable_load: false,
+        ..Dialect::Extended
+    }
+}
+
+fn execute(
+    program: &Program,
+    input: &ResourceList,
+    limits: Limits,
+    printed: &RefCell<String>,
+) -> Result<Vec<Node>, String> {
+    let ast = AstModule::parse(&program.name, program.source.clone(), &dialect())
+        .map_err(|err| describe_error(&program.name, &err))?;
+    let globals = GlobalsBuilder::extended_by(&[
+        LibraryExtension::StructType,
+        LibraryExtension::Print,
+        LibraryExtension::Map,
+        LibraryExtension::Filter,
+        LibraryExtension::SetType,
+        LibraryExtension::Json,
+    ])
+    .build();
+    Module::with_temp_heap(|module| {
+        let heap = module.heap();
+        let mut anchors = HashMap::new();
+        let items: Vec<Value> = input
+            .items
+            .iter()
+            .map(|item| node_to_value(item, heap, &mut anchors))
+            .collect();
+        let config = match &input.function_config {
+            Some(config) => node_to_value(config, heap, &mut anchors),
+            None => heap.alloc(AllocDict(Vec::<(Value, Value)>::new())),
+        };
+        let resource_list = heap.alloc(AllocDict([
+            (
+                heap.alloc_str("apiVersion").to_value(),
+                heap.alloc_str("config.kubernetes.io/v1").to_value(),
+            ),
+            (
+                heap.alloc_str("kind").to_value(),
+                heap.alloc_str("ResourceList").to_value(),
+            ),
+            (
+                heap.alloc_str("items").to_value(),
+                heap.alloc(AllocList(items)),
+            ),
+            (heap.alloc_str("functionConfig").to_value(), config),
+        ]));
+        let environment = heap.alloc(AllocDict(Vec::<(Value, Value)>::new()));
+        let ctx = heap.alloc(AllocStruct([
+            ("resource_list", resource_list),
+            ("environment", environment),
+        ]));
+        module.set("ctx", ctx);
+
+        let printer = Printer(printed);
+        let mut eval = Evaluator::new(&module);
+        eval.set_print_handler(&printer);
+        eval.set_max_tick_count(limits.max_ticks.max(1))
+            .map_err(|err| err.to_string())?;
+        if let Some(deadline) = limits.deadline {
+            eval.set_check_cancelled(Box::new(move || Instant::now() >= deadline));
+        }
+        eval.eval_module(ast, &globals)
+            .map_err(|err| describe_error(&program.name, &err))?;
+        drop(eval);
+
+        let items = DictRef::from_value(resource_list)
+            .and_then(|dict| dict.get_str("items"))
+            .ok_or_else(|| "missing items in resource_list".to_owned())?;
+        let items = ListRef::from_value(items)
+            .map(|list| list.content().to_vec())
+            .or_else(|| TupleRef::from_value(items).map(|tuple| tuple.content().to_vec()))
+            .ok_or_else(|| format!("items must be a list, got {}", items.get_type()))?;
+        items.into_iter().map(value_to_node).collect()
+    })
+}
+
+/// go.starlark.net's wording for an error, with `name:L:C:` positions for
+/// compile-time errors.
+fn describe_error(name: &str, err: &starlark::Error) -> String {
+    let bare = err.without_diagnostic().to_string();
+    let position = err.span().map(|span| {
+        let resolved = span.resolve_span();
+        format!(
+            "{name}:{}:{}",
+            resolved.begin.line + 1,
+            resolved.begin.column + 1
+        )
+    });
+    match err.kind() {
+        ErrorKind::Fail(_) => bare,
+        ErrorKind::Parser(_) => {
+            let message = go_parse_message(&bare);
+            match position {
+                Some(position) => format!("{position}: {message}"),
+                None => message,
+            }
+        }
+        ErrorKind::Scope(_) => {
+            let message = go_scope_message(&bare);
+            match position {
+                Some(position) => format!("{position}: {message}"),
+                None => message,
+            }
+        }
+        _ => go_runtime_message(&bare),
+    }
+}
+
+/// Rewords a starlark-rust parse error as go.starlark.net does
+/// (`got <token>, want <what>`), where the correspondence is known.
+fn go_parse_message(message: &str) -> String {
+    let message = message.trim_start_matches("Parse error: ");
+    let Some(rest) = message.strip_prefix("unexpected ") else {
+        return message.to_owned();
+    };
+    let (found, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
+    let found = found.trim_end_matches(" here");
+    let got = match found {
+        "new line" => "newline".to_owned(),
+        "end of file" | "EOF" => "end of file".to_owned(),
+        "indentation" => "indent".to_owned(),
+        "dedentation" | "dedent" => "outdent".to_owned(),
+        other => {
+            let token = other.trim_matches('\'').trim_matches('"');
+            if token.starts_with(|c: char| c.is_ascii_digit()) {
+                "int literal".to_owned()
+            } else if token.chars().all(|c| c.is_alphanumeric() || c == '_') && !is_keyword(token) {
+                "identifier".to_owned()
+            } else {
+                format!("'{token}'")
+            }
+        }
+    };
+    let want = match expected {
+        "expression" | "" => "primary expression",
+        other => other,
+    };
+    format!("got {got}, want {want}")
+}
+
+fn is_keyword(token: &str) -> bool {
+    matches!(
+        token,
+        "and"
+            | "break"
+            | "continue"
+            | "def"
+            | "elif"
+            | "else"
+            | "for"
+            | "if"
+            | "in"
+            | "lambda"
+            | "load"
+            | "not"
+            | "or"
+            | "pass"
+            | "return"
+            | "while"
+    )
+}
+
+/// `Variable `x` not found` → `undefined: x`.
+fn go_scope_message(message: &str) -> String {
+    if let Some(rest) = message.strip_prefix("Variable `") {
+        if let Some((name, _)) = rest.split_once("` not found") {
+            return format!("undefined: {name}");
+        }
+    }
+    message.to_owned()
+}
+
+/// Rewords the common runtime errors into go.starlark.net's text.
+fn go_runtime_message(message: &str) -> String {
+    let first = message.lines().next().unwrap_or(message).trim();
+    if let Some(rest) = first.strip_prefix("Key `") {
+        if let Some(key) = rest.strip_suffix("` was not found") {
+            return format!("key {key} not in dict");
+        }
+    }
+    if let Some(rest) = first.strip_prefix("Operation `") {
+        let parts: Vec<&str> = rest.split('`').collect();
+        if let [op, " not supported for types ", left, " and ", right, ""] = parts.as_slice() {
+            return format!("unknown binary op: {left} {op} {right}");
+        }
+    }
+    first.to_owned()
+}
+
+/// Converts a node to a starlark value on `heap`; mappings keep document
+/// order, scalars follow their resolved tag, aliases are expanded.
+fn node_to_value<'v>(
+    node: &Node,
+    heap: Heap<'v>,
+    anchors: &mut HashMap<String, Node>,
+) -> Value<'v> {
+    if !node.anchor.is_empty() {
+        anchors.insert(node.anchor.clone(), node.clone());
+    }
+    match node.kind {
+        NodeKind::Document => match node.content.first() {
+            Some(root) => node_to_value(root, heap, anchors),
+            None => Value::new_none(),
+        },
+        NodeKind::Mapping => {
+            let mut entries = Vec::with_capacity(node.content.len() / 2);
+            for (key, value) in node.pairs() {
+                let key = node_to_value(key, heap, anchors);
+                let value = node_to_value(value, heap, anchors);
+                entries.push((key, value));
+            }
+            heap.alloc(AllocDict(entries))
+        }
+        NodeKind::Sequence => {
+            let items: Vec<Value> = node
+                .content
+                .iter()
+                .map(|item| node_to_value(item, heap, anchors))
+                .collect();
+            heap.alloc(AllocList(items))
+        }
+        NodeKind::Alias => match anchors.get(&node.value).cloned() {
+            Some(target) => node_to_value(&target, heap, anchors),
+            None => Value::new_none(),
+        },
+        NodeKind::Scalar => scalar_to_value(node, heap),
+    }
+}
+
+fn scalar_to_value<'v>(node: &Node, heap: Heap<'v>) -> Value<'v> {
+    let effective_tag = if node.tag.is_empty() {
+        if node.style.is_empty() {
+            resolve_plain(&node.value)
+        } else {
+            tag::STR
+        }
+    } else {
+        node.tag.as_str()
+    };
+    let text = node.value.as_str();
+    match effective_tag {
+        tag::NULL => Value::new_none(),
+        tag::BOOL => Value::new_bool(matches!(text, "true" | "True" | "TRUE")),
+        tag::INT => match parse_go_int(text) {
+            Some(int) => heap.alloc(int),
+            None => heap.alloc_str(text).to_value(),
+        },
+        tag::FLOAT => match parse_go_float(text) {
+            Some(float) => heap.alloc(float),
+            None => heap.alloc_str(text).to_value(),
+        },
+        _ => heap.alloc_str(text).to_value(),
+    }
+}
+
+/// go-yaml v3's integer forms: decimal, `0b`, `0o`, `0x`, underscores.
+fn parse_go_int(text: &str) -> Option<i64> {
+    let cleaned: String = text.chars().filter(|&c| c != '_').collect();
+    let (negative, digits) = match cleaned.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, cleaned.strip_prefix('+').unwrap_or(&cleaned)),
+    };
+    let (radix, digits) = if let Some(rest) = digits.strip_prefix("0x") {
+        (16, rest)
+    } else if let Some(rest) = digits.strip_prefix("0o") {
+        (8, rest)
+    } else if let Some(rest) = digits.strip_prefix("0b") {
+        (2, rest)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        (8, &digits[1..])
+    } else {
+        (10, digits)
+    };
+    let magnitude = i128::from_str_radix(digits, radix).ok()?;
+    let value = if negative { -magnitude } else { magnitude };
+    i64::try_from(value).ok()
+}
+
+fn parse_go_float(text: &str) -> Option<f64> {
+    match text {
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => Some(f64::INFINITY),
+        "-.inf" | "-.Inf" | "-.INF" => Some(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => Some(f64::NAN),
+        _ => text.replace('_', "").parse().ok(),
+    }
+}
+
+/// Converts a starlark value back to a node as go-yaml `Marshal` writes the
+/// Go value the real function builds from it.
+fn value_to_node(value: Value<'_>) -> Result<Node, String> {
+    let nested = |err: String| format!("unmarshaling starlark value: {err}");
+    if value.is_none() {
+        return Ok(Node::new_scalar(tag::NULL, "null"));
+    }
+    if let Some(boolean) = value.unpack_bool() {
+        return Ok(Node::new_scalar(
+            tag::BOOL,
+            if boolean { "true" } else { "false" },
+        ));
+    }
+    if let Some(text) = value.unpack_str() {
+        return Ok(string_node(text));
+    }
+    match value.get_type() {
+        "int" => {
+            return i64::unpack_value(value)
+                .ok()
+                .flatten()
+                .map(|int| Node::new_scalar(tag::INT, int.to_string()))
+                .ok_or_else(|| format!("integer {value} out of range"));
+        }
+        "float" => {
+            let float = StarlarkFloat::unpack_value(value)
+                .ok()
+                .flatten()
+                .map_or(f64::NAN, |float| float.0);
+            return Ok(Node::new_scalar(tag::FLOAT, go_format_float(float)));
+        }
+        "set" => return Err(nested("sets aren't yet supported".to_owned())),
+        _ => {}
+    }
+    if let Some(dict) = DictRef::from_value(value) {
+        let mut entries = Vec::with_capacity(dict.len());
+        for (key, item) in dict.iter() {
+            let key_node = value_to_node(key).map_err(nested)?;
+            let item_node = value_to_node(item).map_err(nested)?;
+            entries.push((key_node, item_node));
+        }
+        entries.sort_by(|(a, _), (b, _)| go_key_order(a, b));
+        let mut mapping = Node::new_mapping();
+        for (key, item) in entries {
+            mapping.content.push(key);
+            mapping.content.push(item);
+        }
+        return Ok(mapping);
+    }
+    let elements = ListRef::from_value(value)
+        .map(|list| list.content().to_vec())
+        .or_else(|| TupleRef::from_value(value).map(|tuple| tuple.content().to_vec()));
+    if let Some(elements) = elements {
+        let mut sequence = Node::new_sequence();
+        for element in elements {
+            sequence
+                .content
+                .push(value_to_node(element).map_err(nested)?);
+        }
+        return Ok(sequence);
+    }
+    Err(format!("unrecognized starlark type: {}", value.get_type()))
+}
+
+/// A string scalar as go-yaml v3 `Marshal` styles it.
+fn string_node(text: &str) -> Node {
+    let mut node = Node::new_string(text);
+    if text.contains('\n') {
+        node.style = Style::LITERAL;
+    } else if resolve_plain(text) != tag::STR || is_old_bool(text) || is_base60_float(text) {
+        node.style = Style::DOUBLE_QUOTED;
+    }
+    node
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)` with go-yaml's spellings of
+/// the special values.
+fn go_format_float(value: f64) -> String {
+    if value.is_nan() {
+        return ".nan".to_owned();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { ".inf" } else { "-.inf" }.to_owned();
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0" } else { "0" }.to_owned();
+    }
+    // Rust's `{:e}` gives the shortest round-tripping digits, as Go's -1
+    // precision does; only the layout differs.
+    let scientific = format!("{value:e}");
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .unwrap_or((scientific.as_str(), "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let negative = mantissa.starts_with('-');
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let sign = if negative { "-" } else { "" };
+    if exponent < -4 || exponent >= 6 {
+        let (first, rest) = digits.split_at(1);
+        let fraction = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
+        let exp_sign = if exponent < 0 { '-' } else { '+' };
+        return format!("{sign}{first}{fraction}e{exp_sign}{:02}", exponent.abs());
+    }
+    let point = exponent + 1;
+    if point <= 0 {
+        let zeros = "0".repeat(point.unsigned_abs() as usize);
+        return format!("{sign}0.{zeros}{digits}");
+    }
+    let point = point as usize;
+    if digits.len() <= point {
+        let zeros = "0".repeat(point - digits.len());
+        format!("{sign}{digits}{zeros}")
+    } else {
+        let (whole, fraction) = digits.split_at(point);
+        format!("{sign}{whole}.{fraction}")
+    }
+}
+
+/// go-yaml v3's map key order (`keyList.Less`): numbers before strings,
+/// strings compared with runs of digits read as numbers.
+fn go_key_order(a: &Node, b: &Node) -> Ordering {
+    let rank = |node: &Node| match node.tag.as_str() {
+        tag::BOOL => 1,
+        tag::INT | tag::FLOAT => 2,
+        tag::STR => 3,
+        _ => 0,
+    };
+    let (rank_a, rank_b) = (rank(a), rank(b));
+    if rank_a != rank_b || rank_a != 3 {
+        if rank_a == 2 && rank_b == 2 {
+            let x: f64 = a.value.parse().unwrap_or(0.0);
+            let y: f64 = b.value.parse().unwrap_or(0.0);
+            return x.partial_cmp(&y).unwrap_or(Ordering::Equal);
+        }
+        return rank_a.cmp(&rank_b).then_with(|| a.value.cmp(&b.value));
+    }
+    natural_less(&a.value, &b.value)
+}
+
+fn natural_less(a: &str, b: &str) -> Ordering {
+    let ar: Vec<char> = a.chars().collect();
+    let br: Vec<char> = b.chars().collect();
+    let mut digits = false;
+    let mut i = 0;
+    while i < ar.len() && i < br.len() {
+        if ar[i] == br[i] {
+            digits = ar[i].is_ascii_digit();
+            i += 1;
+            continue;
+        }
+        let al = ar[i].is_alphabetic();
+        let bl = br[i].is_alphabetic();
+        if al && bl {
+            return ar[i].cmp(&br[i]);
+        }
+        if al || bl {
+            let a_first = if digits { al } else { bl };
+            return if a_first {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+        }
+        let mut an: i64 = 0;
+        let mut bn: i64 = 0;
+        if ar[i] == '0' || br[i] == '0' {
+            let mut j = i;
+            while j > 0 && ar[j - 1].is_ascii_digit() {
+                j -= 1;
+                if ar[j] != '0' {
+                    an = 1;
+                    bn = 1;
+                    break;
+                }
+            }
+        }
+        let mut ai = i;
+        while ai < ar.len() && ar[ai].is_ascii_digit() {
+            an = an
+                .saturating_mul(10)
+                .saturating_add(i64::from(ar[ai] as u8 - b'0'));
+            ai += 1;
+        }
+        let mut bi = i;
+        while bi < br.len() && br[bi].is_ascii_digit() {
+            bn = bn
+                .saturating_mul(10)
+                .saturating_add(i64::from(br[bi] as u8 - b'0'));
+            bi += 1;
+        }
+        if an != bn {
+            return an.cmp(&bn);
+        }
+        if ai != bi {
+            return ai.cmp(&bi);
+        }
+        return ar[i].cmp(&br[i]);
+    }
+    ar.len().cmp(&br.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_format_like_go() {
+        let cases = [
+            (2.0, "2"),
+            (0.5, "0.5"),
+            (1e6, "1e+06"),
+            (123456.0, "123456"),
+            (1234567.0, "1.234567e+06"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (-2.5, "-2.5"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(go_format_float(value), expected, "{value}");
+        }
+    }
+
+    #[test]
+    fn keys_sort_naturally() {
+        let mut keys = vec!["b", "a10", "a9", "image", "name", "ports"];
+        keys.sort_by(|a, b| natural_less(a, b));
+        assert_eq!(keys, ["a9", "a10", "b", "image", "name", "ports"]);
+    }
+
+    #[test]
+    fn base60_and_old_bools_are_quoted() {
+        assert!(is_base60_float("1:20"));
+        assert!(!is_base60_float("1:2a"));
+        assert_eq!(string_node("yes").style, Style::DOUBLE_QUOTED);
+        assert_eq!(string_node("plain").style, Style::PLAIN);
+        assert_eq!(string_node("a\nb").style, Style::LITERAL);
+    }
+
+    #[test]
+    fn parse_errors_are_reworded() {
+        assert_eq!(
+            go_parse_message("Parse error: unexpected new line, expected expression"),
+            "got newline, want primary expression"
+        );
+        assert_eq!(go_scope_message("Variable `x` not found"), "undefined: x");
+    }
+}
+
+#[cfg(test)]
+mod engine_tests {
+    use super::*;
+
+    fn run_source(source: &str, limits: Limits) -> (Result<Vec<Node>, String>, String) {
+        let program = Program {
+            name: "httpbin-gen".to_owned(),
+            source: source.to_owned(),
+        };
+        let input = ResourceList {
+            items: vec![Node::new_mapping()],
+            function_config: None,
+        };
+        let printed = RefCell::new(String::new());
+        let result = execute(&program, &input, limits, &printed);
+        (result, printed.into_inner())
+    }
+
+    fn error_of(source: &str) -> String {
+        match run_source(source, Limits::default()).0 {
+            Err(message) => message,
+            Ok(_) => "succeeded".to_owned(),
+        }
+    }
+
+    #[test]
+    fn syntax_errors_use_go_wording_and_positions() {
+        let source = "# AND conditional has syntax error forcing fn to fail\ndef isHTTPBin(r):\n  return r[\"apiVersion\"] == \"apps/v1\" and r[\"kind\"] == \"Deployment\" and \n  r[\"metadata\"][\"name\"] == \"httpbin\"\n";
+        assert_eq!(
+            error_of(source),
+            "httpbin-gen:3:73: got newline, want primary expression"
+        );
+    }
+
+    #[test]
+    fn fail_and_runtime_errors() {
+        assert_eq!(error_of("fail('intentional', 1)\n"), "fail: intentional 1");
+        assert_eq!(error_of("x = y\n"), "httpbin-gen:1:5: undefined: y");
+        assert_eq!(error_of("d = {}\nd['x']\n"), "key \"x\" not in dict");
+        assert_eq!(error_of("1 + 'a'\n"), "unknown binary op: int + string");
+    }
+
+    #[test]
+    fn sandbox_has_no_load_and_no_file_system() {
+        assert!(error_of("load('krmfn.star', 'x')\n").starts_with("httpbin-gen:1:1:"));
+        assert_eq!(
+            error_of("open('/etc/passwd')\n"),
+            "httpbin-gen:1:1: undefined: open"
+        );
+    }
+
+    #[test]
+    fn runaway_loops_stop_at_the_step_budget() {
+        let limits = Limits {
+            max_ticks: 10_000,
+            deadline: None,
+        };
+        let (result, _) = run_source("for i in range(1000000000):\n  pass\n", limits);
+        assert_eq!(
+            result.err().as_deref(),
+            Some("Execution duration limit of 10000 ticks has been exceeded")
+        );
+        let limits = Limits {
+            max_ticks: u64::MAX,
+            deadline: Some(Instant::now()),
+        };
+        let (result, _) = run_source("for i in range(1000000000):\n  pass\n", limits);
+        assert!(result.is_err());
+    }
+
+    #[test]
+    fn print_goes_to_stderr_and_items_come_back_sorted() {
+        let (result, printed) = run_source(
+            "print('a', 1)\nctx.resource_list['items'][0]['b'] = {'z': 1.0, 'a': [True, None, 'yes']}\nctx.resource_list['items'][0]['a'] = 2\n",
+            Limits::default(),
+        );
+        assert_eq!(printed, "a 1\n");
+        let items = result.unwrap_or_default();
+        let item = &items[0];
+        let keys: Vec<&str> = item.pairs().map(|(key, _)| key.value.as_str()).collect();
+        assert_eq!(keys, ["a", "b"]);
+        let inner = item.get("b").cloned().unwrap_or_else(Node::new_mapping);
+        assert_eq!(inner.get_str(&["z"]), Some("1"));
+        let list = inner
+            .get("a")
+            .map(|list| list.content.clone())
+            .unwrap_or_default();
+        assert_eq!(list[0].value, "true");
+        assert_eq!(list[1].tag, tag::NULL);
+        assert_eq!(list[2].style, Style::DOUBLE_QUOTED);
+    }
+}

@@ -1,0 +1,275 @@
+//! `render.toml`: the function table deciding how each `image:` step runs —
+//! in process (builtin), as a local executable speaking the KRM protocol, or
+//! in a container — modelled on Porch's FunctionConfig (an image, its
+//! accepted prefixes, and per-executor tag lists).
+//!
+//! Without a table, builtins run the functions krender implements and a
+//! container engine runs the rest. See the documented example `render.toml`
+//! at the repository root.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::builtin::{Builtin, DEFAULT_IMAGE_PREFIX, split_image};
+
+/// Default per-function deadline (kpt uses no deadline; five minutes keeps
+/// a hung function from hanging the render).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A render.toml that could not be read or decoded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("failed to read {path}: {message}")]
+    #[diagnostic(code(krender::runtime::config_read))]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error text.
+        message: String,
+    },
+    /// The file is not a valid function table.
+    #[error("invalid function table {path}: {message}")]
+    #[diagnostic(code(krender::runtime::config_invalid))]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The decoder's message (with line and column).
+        message: String,
+    },
+}
+
+/// How one image runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// In process.
+    Builtin(Builtin),
+    /// A local binary speaking the KRM function protocol on stdin/stdout.
+    Executable(PathBuf),
+    /// A container, with an optional pull policy.
+    Container {
+        /// `Always`, `IfNotPresent` or `Never`; `None` = the CLI's default.
+        pull_policy: Option<String>,
+    },
+}
+
+/// The decoded table.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionTable {
+    /// Settings applying to every function.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// Per-image entries.
+    #[serde(default, rename = "function")]
+    pub functions: Vec<FunctionEntry>,
+}
+
+/// `[defaults]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// Per-function deadline in seconds.
+    pub timeout_seconds: Option<u64>,
+    /// When false, no builtin runs unless an entry pins it.
+    pub builtins: Option<bool>,
+}
+
+/// `[[function]]`: one image and how its tags run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionEntry {
+    /// The image name without tag; a bare name gets the catalog prefix.
+    pub image: String,
+    /// Other prefixes under which the same function is accepted.
+    #[serde(default)]
+    pub prefixes: Vec<String>,
+    /// Tags run in process (`*` = every tag).
+    #[serde(default)]
+    pub builtin: Vec<String>,
+    /// Tag → path of a local binary (`*` = every tag).
+    #[serde(default)]
+    pub executable: BTreeMap<String, PathBuf>,
+    /// Tags run in a container (`*` = every tag).
+    #[serde(default)]
+    pub container: Vec<String>,
+    /// Pull policy for the container tags.
+    pub pull_policy: Option<String>,
+    /// Deadline override in seconds.
+    pub timeout_seconds: Option<u64>,
+}
+
+impl FunctionEntry {
+    fn short_name(&self) -> &str {
+        self.image.rsplit('/').next().unwrap_or(&self.image)
+    }
+
+    fn accepts(&self, name: &str) -> bool {
+        let canonical = if self.image.contains('/') {
+            self.image.clone()
+        } else {
+            format!("{DEFAULT_IMAGE_PREFIX}{}", self.image)
+        };
+        name == canonical
+            || name == self.image
+            || self
+                .prefixes
+                .iter()
+                .any(|prefix| name == format!("{prefix}{}", self.short_name()))
+    }
+
+    /// The route for `tag`, exact tags before `*`.
+    fn route(&self, tag: &str) -> Option<Route> {
+        for wanted in [tag, "*"] {
+            if let Some(path) = self.executable.get(wanted) {
+                return Some(Route::Executable(path.clone()));
+            }
+            if self.builtin.iter().any(|t| t == wanted) {
+                if let Some(builtin) = Builtin::from_name(self.short_name()) {
+                    return Some(Route::Builtin(builtin));
+                }
+            }
+            if self.container.iter().any(|t| t == wanted) {
+                return Some(Route::Container {
+                    pull_policy: self.pull_policy.clone(),
+                });
+            }
+        }
+        None
+    }
+}
+
+impl FunctionTable {
+    /// Decodes a table from TOML text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<FunctionTable, ConfigError> {
+        toml::from_str(text).map_err(|err| ConfigError::Invalid {
+            path: path.to_owned(),
+            message: err.to_string(),
+        })
+    }
+
+    /// Reads `path`; a missing file is an empty table.
+    pub fn load(path: &Path) -> Result<FunctionTable, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => FunctionTable::parse(&text, path),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(FunctionTable::default()),
+            Err(err) => Err(ConfigError::Read {
+                path: path.to_owned(),
+                message: err.to_string(),
+            }),
+        }
+    }
+
+    /// How `image` (`name[:tag][@digest]`) runs.
+    pub fn route(&self, image: &str) -> Route {
+        let (name, rest) = split_image(image);
+        let tag = rest
+            .strip_prefix(':')
+            .map(|tag| tag.split('@').next().unwrap_or(tag))
+            .unwrap_or("latest");
+        if let Some(route) = self
+            .functions
+            .iter()
+            .filter(|entry| entry.accepts(name))
+            .find_map(|entry| entry.route(tag))
+        {
+            return route;
+        }
+        match Builtin::for_image(image) {
+            Some(builtin) if self.defaults.builtins != Some(false) => Route::Builtin(builtin),
+            _ => Route::Container { pull_policy: None },
+        }
+    }
+
+    /// The deadline for `image`.
+    pub fn timeout(&self, image: &str) -> Duration {
+        self.timeout_override(image).unwrap_or(DEFAULT_TIMEOUT)
+    }
+
+    /// The deadline the table sets for `image`, if it sets one.
+    pub fn timeout_override(&self, image: &str) -> Option<Duration> {
+        let (name, _) = split_image(image);
+        self.functions
+            .iter()
+            .filter(|entry| entry.accepts(name))
+            .find_map(|entry| entry.timeout_seconds)
+            .or(self.defaults.timeout_seconds)
+            .map(Duration::from_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE: &str = r#"
+[defaults]
+timeout_seconds = 60
+
+[[function]]
+image = "set-namespace"
+prefixes = ["gcr.io/kpt-fn/"]
+builtin = ["*"]
+executable = { "v0.4.2" = "/usr/local/bin/set-namespace" }
+container = ["v0.4.1"]
+pull_policy = "IfNotPresent"
+"#;
+
+    #[test]
+    fn routes_by_tag() {
+        let table = FunctionTable::parse(TABLE, Path::new("render.toml")).unwrap_or_default();
+        let full = "ghcr.io/kptdev/krm-functions-catalog/set-namespace";
+        assert_eq!(
+            table.route(&format!("{full}:v0.4.2")),
+            Route::Executable(PathBuf::from("/usr/local/bin/set-namespace"))
+        );
+        assert_eq!(
+            table.route(&format!("{full}:v0.4.1")),
+            Route::Container {
+                pull_policy: Some("IfNotPresent".to_owned())
+            }
+        );
+        assert_eq!(
+            table.route("gcr.io/kpt-fn/set-namespace:latest"),
+            Route::Builtin(Builtin::SetNamespace)
+        );
+        assert_eq!(
+            table.route("ghcr.io/kptdev/krm-functions-catalog/set-labels:v1"),
+            Route::Builtin(Builtin::SetLabels)
+        );
+        assert_eq!(
+            table.route("example.com/other:v1"),
+            Route::Container { pull_policy: None }
+        );
+        assert_eq!(table.timeout(full), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_documented_example_parses_and_uncommented_entries_too() {
+        let example = include_str!("../../render.toml");
+        assert_eq!(
+            FunctionTable::parse(example, Path::new("render.toml")),
+            Ok(FunctionTable::default())
+        );
+        let uncommented: String = example
+            .lines()
+            .map(|line| line.strip_prefix("# ").unwrap_or(line))
+            .filter(|line| line.starts_with('[') || line.contains(" = ") && !line.starts_with('#'))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let table = FunctionTable::parse(&uncommented, Path::new("render.toml"));
+        assert!(table.is_ok(), "{table:?}\n{uncommented}");
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let err = FunctionTable::parse(
+            "[[function]]\nimage = \"x\"\nbogus = 1\n",
+            Path::new("r.toml"),
+        );
+        assert!(matches!(err, Err(ConfigError::Invalid { .. })));
+    }
+}

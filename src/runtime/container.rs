@@ -1,0 +1,123 @@
+//! The container runtime: runs an image with the docker or podman CLI the
+//! way kpt does (`run --rm -i --network none`, pull policy, an unprivileged
+//! user). When neither engine is on `PATH` it reports
+//! [`EvalError::NotFound`] saying so, so the chain can end with a clear
+//! message. The child process itself is run by `runtime::exec`.
+
+use std::path::{Path, PathBuf};
+
+use super::exec::run_process;
+use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+
+/// Runs `image:` functions in containers.
+#[derive(Clone, Debug, Default)]
+pub struct ContainerEvaluator {
+    /// `Always`, `IfNotPresent` or `Never`; `None` = `IfNotPresent`.
+    pub pull_policy: Option<String>,
+    /// The engine binary; `None` = the first of docker, podman on `PATH`.
+    pub engine: Option<PathBuf>,
+}
+
+impl ContainerEvaluator {
+    fn engine(&self) -> Option<PathBuf> {
+        if let Some(engine) = &self.engine {
+            return Some(engine.clone());
+        }
+        let path = std::env::var_os("PATH")?;
+        ["docker", "podman"].iter().find_map(|name| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|candidate| is_executable(candidate))
+        })
+    }
+
+    /// The engine arguments for `image`, as kpt builds them.
+    pub fn arguments(&self, image: &str) -> Vec<String> {
+        let pull = match self.pull_policy.as_deref() {
+            Some(policy) if policy.eq_ignore_ascii_case("always") => "always",
+            Some(policy) if policy.eq_ignore_ascii_case("never") => "never",
+            _ => "missing",
+        };
+        [
+            "run",
+            "--rm",
+            "-i",
+            "--pull",
+            pull,
+            "-a",
+            "STDIN",
+            "-a",
+            "STDOUT",
+            "-a",
+            "STDERR",
+            "--network",
+            "none",
+            "--user",
+            "nobody",
+            "--security-opt=no-new-privileges",
+            image,
+        ]
+        .iter()
+        .map(|arg| (*arg).to_owned())
+        .collect()
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+impl Evaluator for ContainerEvaluator {
+    fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
+        let FunctionTarget::Image(image) = request.target else {
+            return Err(EvalError::NotFound("containers only run images".to_owned()));
+        };
+        let Some(engine) = self.engine() else {
+            return Err(EvalError::NotFound(format!(
+                "no container engine (docker or podman) found on PATH to run {image}"
+            )));
+        };
+        let program = engine.to_string_lossy().into_owned();
+        run_process(
+            &program,
+            &self.arguments(image),
+            request.input,
+            request.timeout,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_follow_kpt() {
+        let evaluator = ContainerEvaluator {
+            pull_policy: Some("Never".to_owned()),
+            engine: None,
+        };
+        let args = evaluator.arguments("img:1");
+        assert_eq!(args[..5], ["run", "--rm", "-i", "--pull", "never"]);
+        assert_eq!(args.last().map(String::as_str), Some("img:1"));
+    }
+
+    #[test]
+    fn missing_engine_binary_fails_to_start() {
+        let missing = ContainerEvaluator {
+            pull_policy: None,
+            engine: Some(PathBuf::from("/nonexistent/docker")),
+        };
+        let request = FunctionRequest {
+            target: FunctionTarget::Image("img:1"),
+            input: b"",
+            timeout: std::time::Duration::from_secs(1),
+        };
+        assert!(matches!(
+            missing.evaluate(&request),
+            Err(EvalError::ExecutionFailed(_))
+        ));
+    }
+}

@@ -1,0 +1,102 @@
+//! The evaluator chain: only `NotFound` falls through to the next evaluator.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use krender::runtime::chain::ChainEvaluator;
+use krender::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+
+/// An evaluator answering with a fixed result and counting its calls.
+struct Fixed {
+    answer: Result<FunctionResponse, EvalError>,
+    calls: &'static AtomicUsize,
+}
+
+impl Evaluator for Fixed {
+    fn evaluate(&self, _: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.answer.clone()
+    }
+}
+
+fn request() -> FunctionRequest<'static> {
+    FunctionRequest {
+        target: FunctionTarget::Image("example.com/fn:v1"),
+        input: b"",
+        timeout: Duration::from_secs(5),
+    }
+}
+
+fn ok(exit_code: i32) -> Result<FunctionResponse, EvalError> {
+    Ok(FunctionResponse {
+        stdout: b"out".to_vec(),
+        stderr: Vec::new(),
+        exit_code,
+    })
+}
+
+#[test]
+fn not_found_falls_through() {
+    static FIRST: AtomicUsize = AtomicUsize::new(0);
+    static SECOND: AtomicUsize = AtomicUsize::new(0);
+    let chain = ChainEvaluator::new(vec![
+        Box::new(Fixed {
+            answer: Err(EvalError::NotFound("not mine".to_owned())),
+            calls: &FIRST,
+        }),
+        Box::new(Fixed {
+            answer: ok(0),
+            calls: &SECOND,
+        }),
+    ]);
+    assert_eq!(chain.evaluate(&request()), ok(0));
+    assert_eq!(FIRST.load(Ordering::SeqCst), 1);
+    assert_eq!(SECOND.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn other_errors_and_failed_functions_stop_the_chain() {
+    static FAILING: AtomicUsize = AtomicUsize::new(0);
+    static NEVER: AtomicUsize = AtomicUsize::new(0);
+    for answer in [
+        Err(EvalError::ExecutionFailed("boom".to_owned())),
+        Err(EvalError::TimedOut(Duration::from_secs(1))),
+        Err(EvalError::System("io".to_owned())),
+        ok(1),
+    ] {
+        let chain = ChainEvaluator::new(vec![
+            Box::new(Fixed {
+                answer: answer.clone(),
+                calls: &FAILING,
+            }),
+            Box::new(Fixed {
+                answer: ok(0),
+                calls: &NEVER,
+            }),
+        ]);
+        assert_eq!(chain.evaluate(&request()), answer);
+    }
+    assert_eq!(FAILING.load(Ordering::SeqCst), 4);
+    assert_eq!(NEVER.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn all_not_found_reports_every_reason() {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let chain = ChainEvaluator::new(vec![
+        Box::new(Fixed {
+            answer: Err(EvalError::NotFound("no builtin".to_owned())),
+            calls: &CALLS,
+        }),
+        Box::new(Fixed {
+            answer: Err(EvalError::NotFound("no container engine".to_owned())),
+            calls: &CALLS,
+        }),
+    ]);
+    assert_eq!(
+        chain.evaluate(&request()),
+        Err(EvalError::NotFound(
+            "no builtin; no container engine".to_owned()
+        ))
+    );
+}
