@@ -1,6 +1,8 @@
 //! Parser tests: node structure, comments, styles, tags and error messages
 //! of `krender::yaml::parse_document`, checked against go-yaml v3 behaviour.
 
+#![allow(clippy::print_stderr)]
+
 use krender::yaml::{Node, NodeKind, parse_document, parse_documents};
 
 /// A compact, stable rendering of a node tree for assertions.
