@@ -18,9 +18,13 @@
 //! - a node whose kind changed (mapping → scalar, …) fails the walk with
 //!   kyaml's `wrong node kind` error.
 //!
-//! Merge-key walking of associative lists of known Kubernetes kinds is not
-//! done: it only differs from the positional walk when a function reorders
-//! or inserts list elements.
+//! - for known Kubernetes kinds, lists with a merge patch strategy
+//!   (containers by `name`, container ports by `containerPort`, env,
+//!   volumes, Service ports by `port`, `metadata.finalizers` by value, …)
+//!   are then also walked by merge key, which fills slots the positional
+//!   pass left empty when a function reordered or inserted elements. The
+//!   table of such lists is a subset of kyaml's built-in schema (see
+//!   `Schema::list_key`).
 
 use super::resource_list::{WireError, is_null, wrong_node_kind};
 use crate::yaml::node::{Node, NodeKind, Style};
@@ -28,15 +32,28 @@ use crate::yaml::node::{Node, NodeKind, Style};
 /// Copies comments from `from` (the input resource, Document or Mapping)
 /// into the empty comment slots of `to` (the output resource).
 pub fn copy_comments(from: &Node, to: &mut Node) -> Result<(), WireError> {
-    let to = to.root_mut();
-    // The raw input node (the Document wrapper, when there is one) fills the
-    // output root's slots; kyaml's walk then visits the root mapping with the
-    // same raw node, so the input mapping's own slots are never used here.
+    let schema = Schema::for_resource(from);
+    copy_with_schema(from, to, schema)
+}
+
+/// kyaml's `CopyComments` with the schema its walker finds for the source
+/// (none for list elements copied by position, which start a fresh walk).
+fn copy_with_schema(from: &Node, to: &mut Node, schema: Option<Schema>) -> Result<(), WireError> {
+    // kyaml copies between the raw nodes (Document wrappers included) first;
+    // its walk then visits the roots but fills the root mapping's own slots
+    // from the raw nodes again, so a root's own comments are only involved
+    // when there is no wrapper.
     fill_slots(from, to);
-    if from.kind == NodeKind::Document && from.root().is_mapping() && to.is_mapping() {
-        return walk_map(Some(from.root()), Some(to), false);
+    let raw_roots = from.kind != NodeKind::Document && to.kind != NodeKind::Document;
+    let to = to.root_mut();
+    let mut walker = Walker {
+        schema,
+        path: Vec::new(),
+    };
+    if from.root().is_mapping() && to.is_mapping() {
+        return walker.walk_map(Some(from.root()), Some(to), raw_roots);
     }
-    walk(Some(from.root()), Some(to))
+    walker.walk(Some(from.root()), Some(to))
 }
 
 /// kyaml's `copy`: each empty slot of `to` takes `from`'s text.
@@ -57,123 +74,277 @@ fn missing_or_null(node: Option<&Node>) -> bool {
     node.is_none_or(is_null)
 }
 
-/// One step of kyaml's two-source `Walker`: the kind comes from the first
-/// source that is present and not null; the other must match unless null.
-fn walk(from: Option<&Node>, to: Option<&mut Node>) -> Result<(), WireError> {
-    let kind = if !missing_or_null(from) {
-        from.map(|node| node.kind)
-    } else if !missing_or_null(to.as_deref()) {
-        to.as_deref().map(|node| node.kind)
-    } else {
-        None
-    };
-    match kind {
-        Some(NodeKind::Mapping) | None => {
-            check_kind(NodeKind::Mapping, from, to.as_deref())?;
-            walk_map(from, to, true)
-        }
-        Some(NodeKind::Sequence) => {
-            check_kind(NodeKind::Sequence, from, to.as_deref())?;
-            walk_list(from, to)
-        }
-        Some(NodeKind::Scalar) => {
-            check_kind(NodeKind::Scalar, from, to.as_deref())?;
-            visit_scalar(from, to);
-            Ok(())
-        }
-        // Documents and aliases are not walked.
-        Some(_) => Ok(()),
-    }
+/// kyaml's two-source `Walker` state: the resource's schema and the path
+/// walked so far (`*` for list elements).
+struct Walker {
+    schema: Option<Schema>,
+    path: Vec<String>,
 }
 
-/// kyaml `ErrorIfAnyInvalidAndNonNull` (the "empty nodes as maps" case
-/// checks nothing: both sources are null or missing there).
-fn check_kind(expected: NodeKind, from: Option<&Node>, to: Option<&Node>) -> Result<(), WireError> {
-    for node in [from, to].into_iter().flatten() {
-        if !is_null(node) && node.kind != expected {
-            return Err(wrong_node_kind(expected, node));
+impl Walker {
+    /// One step of kyaml's two-source `Walker`: the kind comes from the first
+    /// source that is present and not null; the other must match unless null.
+    fn walk(&mut self, from: Option<&Node>, to: Option<&mut Node>) -> Result<(), WireError> {
+        let kind = if !missing_or_null(from) {
+            from.map(|node| node.kind)
+        } else if !missing_or_null(to.as_deref()) {
+            to.as_deref().map(|node| node.kind)
+        } else {
+            None
+        };
+        match kind {
+            Some(NodeKind::Mapping) | None => {
+                Self::check_kind(NodeKind::Mapping, from, to.as_deref())?;
+                self.walk_map(from, to, true)
+            }
+            Some(NodeKind::Sequence) => {
+                Self::check_kind(NodeKind::Sequence, from, to.as_deref())?;
+                self.walk_list(from, to)
+            }
+            Some(NodeKind::Scalar) => {
+                Self::check_kind(NodeKind::Scalar, from, to.as_deref())?;
+                Self::visit_scalar(from, to);
+                Ok(())
+            }
+            // Documents and aliases are not walked.
+            Some(_) => Ok(()),
         }
     }
-    Ok(())
-}
 
-fn walk_map(from: Option<&Node>, to: Option<&mut Node>, fill: bool) -> Result<(), WireError> {
-    // kyaml's VisitMap copies the slots and returns the input node; with no
-    // input node the walk stops here.
-    let Some(from) = from else {
-        return Ok(());
-    };
-    let Some(to) = to else {
-        // Nothing to fill, but the input side would still be walked in
-        // kyaml; that has no effect on the output.
-        return Ok(());
-    };
-    if fill {
-        fill_slots(from, to);
-    }
-    // Field names of both sides, sorted, each once.
-    let mut names: Vec<String> = Vec::new();
-    for node in [&*from, &*to] {
-        if node.is_mapping() {
-            names.extend(node.pairs().map(|(key, _)| key.value.clone()));
-        }
-    }
-    names.sort();
-    names.dedup();
-    for name in names {
-        let from_index = from.key_index(&name);
-        let to_index = to.key_index(&name);
-        // Keys are visited as scalars (null keys count as missing).
-        let from_key = from_index
-            .map(|i| &from.content[i])
-            .filter(|key| !is_null(key));
-        if let Some(i) = to_index {
-            let (key, _) = split_pair(&mut to.content, i);
-            if !is_null(key) {
-                visit_scalar(from_key, Some(key));
+    /// kyaml `ErrorIfAnyInvalidAndNonNull` (the "empty nodes as maps" case
+    /// checks nothing: both sources are null or missing there).
+    fn check_kind(
+        expected: NodeKind,
+        from: Option<&Node>,
+        to: Option<&Node>,
+    ) -> Result<(), WireError> {
+        for node in [from, to].into_iter().flatten() {
+            if !is_null(node) && node.kind != expected {
+                return Err(wrong_node_kind(expected, node));
             }
         }
-        let from_value = from_index.and_then(|i| from.content.get(i + 1));
-        let to_value = to_index.and_then(|i| to.content.get_mut(i + 1));
-        walk(from_value, to_value)?;
+        Ok(())
     }
-    Ok(())
-}
 
-fn split_pair(content: &mut [Node], i: usize) -> (&mut Node, Option<&mut Node>) {
-    let (head, tail) = content.split_at_mut(i + 1);
-    (&mut head[i], tail.first_mut())
-}
-
-/// kyaml `copier.VisitScalar`: a folded output scalar becomes double-quoted,
-/// then the slots are filled.
-fn visit_scalar(from: Option<&Node>, to: Option<&mut Node>) {
-    let Some(to) = to else {
-        return;
-    };
-    if to.style == Style::FOLDED {
-        to.style = Style::DOUBLE_QUOTED;
+    fn walk_map(
+        &mut self,
+        from: Option<&Node>,
+        to: Option<&mut Node>,
+        fill: bool,
+    ) -> Result<(), WireError> {
+        // kyaml's VisitMap copies the slots and returns the input node; with no
+        // input node the walk stops here.
+        let Some(from) = from else {
+            return Ok(());
+        };
+        let Some(to) = to else {
+            // Nothing to fill, but the input side would still be walked in
+            // kyaml; that has no effect on the output.
+            return Ok(());
+        };
+        if fill {
+            fill_slots(from, to);
+        }
+        // Field names of both sides, sorted, each once.
+        let mut names: Vec<String> = Vec::new();
+        for node in [from, &*to] {
+            if node.is_mapping() {
+                names.extend(node.pairs().map(|(key, _)| key.value.clone()));
+            }
+        }
+        names.sort();
+        names.dedup();
+        for name in names {
+            let from_index = from.key_index(&name);
+            let to_index = to.key_index(&name);
+            // Keys are visited as scalars (null keys count as missing).
+            let from_key = from_index
+                .map(|i| &from.content[i])
+                .filter(|key| !is_null(key));
+            if let Some(i) = to_index {
+                let (key, _) = Self::split_pair(&mut to.content, i);
+                if !is_null(key) {
+                    Self::visit_scalar(from_key, Some(key));
+                }
+            }
+            let from_value = from_index.and_then(|i| from.content.get(i + 1));
+            let to_value = to_index.and_then(|i| to.content.get_mut(i + 1));
+            self.path.push(name);
+            let walked = self.walk(from_value, to_value);
+            self.path.pop();
+            walked?;
+        }
+        Ok(())
     }
-    if let Some(from) = from {
-        fill_slots(from, to);
-    }
-}
 
-/// kyaml `copier.VisitList` on a non-associative list: the list's own slots,
-/// then a full recursive copy for each same-position element whose `value`
-/// is unchanged.
-fn walk_list(from: Option<&Node>, to: Option<&mut Node>) -> Result<(), WireError> {
-    let (Some(from), Some(to)) = (from, to) else {
-        return Ok(());
-    };
-    fill_slots(from, to);
-    for (from_item, to_item) in from.content.iter().zip(to.content.iter_mut()) {
-        if from_item.value == to_item.value {
-            fill_slots(from_item, to_item);
-            walk(Some(from_item), Some(to_item))?;
+    fn split_pair(content: &mut [Node], i: usize) -> (&mut Node, Option<&mut Node>) {
+        let (head, tail) = content.split_at_mut(i + 1);
+        (&mut head[i], tail.first_mut())
+    }
+
+    /// kyaml `copier.VisitScalar`: a folded output scalar becomes double-quoted,
+    /// then the slots are filled.
+    fn visit_scalar(from: Option<&Node>, to: Option<&mut Node>) {
+        let Some(to) = to else {
+            return;
+        };
+        if to.style == Style::FOLDED {
+            to.style = Style::DOUBLE_QUOTED;
+        }
+        if let Some(from) = from {
+            fill_slots(from, to);
         }
     }
-    Ok(())
+
+    /// kyaml `copier.VisitList`: the list's own slots, then a fresh recursive
+    /// copy (without schema) for each same-position element whose `value` is
+    /// unchanged. Lists the resource's schema marks as merge lists are then
+    /// also walked element by element, matched by merge key (or by value for
+    /// lists of scalars).
+    fn walk_list(&mut self, from: Option<&Node>, to: Option<&mut Node>) -> Result<(), WireError> {
+        let (Some(from), Some(to)) = (from, to) else {
+            return Ok(());
+        };
+        fill_slots(from, to);
+        for (from_item, to_item) in from.content.iter().zip(to.content.iter_mut()) {
+            if from_item.value == to_item.value {
+                copy_with_schema(from_item, to_item, None)?;
+            }
+        }
+        let Some(key) = self.schema.and_then(|schema| schema.list_key(&self.path)) else {
+            return Ok(());
+        };
+        self.path.push("*".to_owned());
+        let walked = self.walk_keyed(from, to, key);
+        self.path.pop();
+        walked
+    }
+
+    /// kyaml `walkAssociativeSequence` for two sources: every key value seen
+    /// in the input, then in the output, walks the first element with that
+    /// value on each side.
+    fn walk_keyed(&mut self, from: &Node, to: &mut Node, key: ListKey) -> Result<(), WireError> {
+        let value_of = |item: &Node| -> Option<String> {
+            match key {
+                ListKey::Field(field) => item
+                    .get(field)
+                    .filter(|v| v.is_scalar())
+                    .map(|v| v.value.clone()),
+                ListKey::Scalar => item.is_scalar().then(|| item.value.clone()),
+            }
+        };
+        let mut values: Vec<String> = Vec::new();
+        for item in from.content.iter().chain(to.content.iter()) {
+            if let Some(value) = value_of(item)
+                && !values.contains(&value)
+            {
+                values.push(value);
+            }
+        }
+        for value in values {
+            let from_item = from
+                .content
+                .iter()
+                .find(|item| value_of(item).as_deref() == Some(&value));
+            let to_item = to
+                .content
+                .iter_mut()
+                .find(|item| value_of(item).as_deref() == Some(&value));
+            self.walk(from_item, to_item)?;
+        }
+        Ok(())
+    }
+}
+
+/// How the elements of a merge list are matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ListKey {
+    /// Mappings matched by this field's value.
+    Field(&'static str),
+    /// Scalars matched by value.
+    Scalar,
+}
+
+/// The part of kyaml's built-in Kubernetes OpenAPI schema the comment walk
+/// uses: which lists have a merge patch strategy, for the workload kinds
+/// and Services (pod templates, containers, ports, env, volumes, …) and
+/// object metadata. Custom resources and kpt's own kinds have no schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Schema {
+    /// Path of the PodSpec inside the resource, if it has one.
+    pod_spec: &'static [&'static str],
+    service: bool,
+}
+
+impl Schema {
+    fn for_resource(resource: &Node) -> Option<Schema> {
+        let api_version = super::resource::api_version(resource)?;
+        let kind = super::resource::kind(resource)?;
+        const CORE_GROUPS: &[&str] = &[
+            "v1",
+            "apps/v1",
+            "apps/v1beta1",
+            "apps/v1beta2",
+            "batch/v1",
+            "batch/v1beta1",
+            "extensions/v1beta1",
+        ];
+        if !CORE_GROUPS.contains(&api_version) {
+            return None;
+        }
+        let pod_spec: &'static [&'static str] = match kind {
+            "Pod" => &["spec"],
+            "Deployment"
+            | "StatefulSet"
+            | "DaemonSet"
+            | "ReplicaSet"
+            | "ReplicationController"
+            | "Job" => &["spec", "template", "spec"],
+            "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
+            "PodTemplate" => &["template", "spec"],
+            "Service"
+            | "ConfigMap"
+            | "Secret"
+            | "Namespace"
+            | "ServiceAccount"
+            | "PersistentVolumeClaim"
+            | "Endpoints" => &[],
+            _ => return None,
+        };
+        Some(Schema {
+            pod_spec,
+            service: kind == "Service",
+        })
+    }
+
+    fn list_key(&self, path: &[String]) -> Option<ListKey> {
+        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+        match path.as_slice() {
+            ["metadata", "ownerReferences"] => return Some(ListKey::Field("uid")),
+            ["metadata", "finalizers"] => return Some(ListKey::Scalar),
+            ["spec", "ports"] if self.service => return Some(ListKey::Field("port")),
+            _ => {}
+        }
+        if self.pod_spec.is_empty() {
+            return None;
+        }
+        let rest = path.strip_prefix(self.pod_spec)?;
+        const CONTAINERS: &[&str] = &["containers", "initContainers", "ephemeralContainers"];
+        match rest {
+            [list] if CONTAINERS.contains(list) => Some(ListKey::Field("name")),
+            ["volumes" | "imagePullSecrets"] => Some(ListKey::Field("name")),
+            ["hostAliases"] => Some(ListKey::Field("ip")),
+            ["topologySpreadConstraints"] => Some(ListKey::Field("topologyKey")),
+            [list, "*", field] if CONTAINERS.contains(list) => match *field {
+                "ports" => Some(ListKey::Field("containerPort")),
+                "env" => Some(ListKey::Field("name")),
+                "volumeMounts" => Some(ListKey::Field("mountPath")),
+                "volumeDevices" => Some(ListKey::Field("devicePath")),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

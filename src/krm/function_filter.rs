@@ -23,8 +23,18 @@
 //! Nothing here touches the caller's input nodes: on failure kpt hands the
 //! step's input on unchanged (minus the ids it added), so the caller simply
 //! keeps its own copy.
+//!
+//! Use from the hydrator, per pipeline step:
+//! - mutators: `FunctionCall { function_config, in_pipeline: true }`; the
+//!   step's resources become `StepOutput::finish()`'s result;
+//! - validators: `in_pipeline: false` on a copy of the resources; only the
+//!   results and errors matter;
+//! - [`run_evaluator`] wraps both halves around a `runtime::Evaluator` and
+//!   returns output, `results`, stderr and exit code in one value;
+//! - the `results` node decodes with `crate::yaml::de::from_node`.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::comments::copy_comments;
 use super::order::sync_order;
@@ -33,7 +43,8 @@ use super::resource_list::{
     WireError, copy_legacy_annotations, decode_function_output, encode_function_input,
     kyaml_set_annotation,
 };
-use crate::yaml::node::Node;
+use crate::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+use crate::yaml::node::{Node, NodeKind};
 
 /// The prefix of kyaml's internal annotations.
 const INTERNAL_PREFIX: &str = "internal.config.kubernetes.io/";
@@ -43,7 +54,9 @@ const INTERNAL_PREFIX: &str = "internal.config.kubernetes.io/";
 pub struct FunctionCall<'a> {
     /// The step's `functionConfig` (a `configMap:` ConfigMap, see
     /// [`super::resource_list::config_map_function_config`], or the
-    /// `configPath:` resource), if any.
+    /// `configPath:` resource), if any. A config equal to one of the
+    /// resources is sent as that item is, with the ids and migration id the
+    /// call adds (kpt shares the node between `items` and `functionConfig`).
     pub function_config: Option<&'a Node>,
     /// Mutators run inside kyaml's `kio.Pipeline` (migration id on the wire,
     /// reconciliation afterwards); kpt calls validators without it.
@@ -86,9 +99,9 @@ pub enum StepError<E: std::fmt::Display> {
 /// A successful call, before the pipeline's reconciliation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepOutput {
-    /// The output resources, in the function's order: bare mappings for
-    /// list items (Document nodes when the function printed plain documents),
-    /// with comments and key order restored and default paths set.
+    /// The output resources, in the function's order: bare root nodes
+    /// (mappings), with comments and key order restored and default paths
+    /// set.
     pub resources: Vec<Node>,
     /// The `results` of the function's output list, if any.
     pub results: Option<Node>,
@@ -100,6 +113,9 @@ pub struct StepOutput {
 
 /// Runs one function over `resources` (Document or Mapping nodes carrying
 /// the reader annotations). `run` receives the stdin bytes.
+// The error carries kpt's message parts by value; it is built at most once
+// per step, so its size does not matter.
+#[allow(clippy::result_large_err)]
 pub fn run_function<E: std::fmt::Display>(
     resources: &[Node],
     call: FunctionCall<'_>,
@@ -120,7 +136,18 @@ pub fn run_function<E: std::fmt::Display>(
         kyaml_set_annotation(input, resource::ID, &id);
         kyaml_set_annotation(input, resource::LEGACY_ID, &id);
     }
-    let stdin = encode_function_input(&inputs, call.function_config);
+    // A `configPath:` config is one of the resources; kpt passes the very
+    // same node, so it carries the annotations just added to the item.
+    let config_item = call.function_config.and_then(|config| {
+        resources
+            .iter()
+            .position(|resource| resource.root() == config.root())
+    });
+    let function_config = match config_item {
+        Some(i) => inputs.get(i),
+        None => call.function_config,
+    };
+    let stdin = encode_function_input(&inputs, function_config);
     let exit = run(stdin.as_bytes());
     let stdout = String::from_utf8_lossy(&exit.stdout);
     let output = match decode_function_output(&stdout) {
@@ -138,6 +165,15 @@ pub fn run_function<E: std::fmt::Display>(
             error,
             function_error: exit.status.err(),
         });
+    }
+    // kpt keeps only the root of each output document: document-level
+    // comments of plain-document output (copied from the input or written by
+    // the function) never reach the files, as recorded with kpt.
+    for node in &mut resources {
+        if node.kind == NodeKind::Document && !node.content.is_empty() {
+            let root = node.content.swap_remove(0);
+            *node = root;
+        }
     }
     if let Err(error) = exit.status {
         return Err(StepError::Function {
@@ -187,6 +223,92 @@ impl StepOutput {
             remove_annotation(node, resource::MIGRATION_ID);
         }
         Ok(resources)
+    }
+}
+
+/// One step run through a function [`Evaluator`], reduced to what the
+/// hydrator records (see [`run_evaluator`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvaluatedStep {
+    /// On success, the output resources after [`StepOutput::finish`]; an
+    /// `Err` when the output could not be used (kpt reports that error, even
+    /// when the function also failed). Empty when the function failed.
+    pub output: Result<Vec<Node>, WireError>,
+    /// The `results` of the function's output list, if any (also for
+    /// failing functions).
+    pub results: Option<Node>,
+    /// The function's stderr.
+    pub stderr: Vec<u8>,
+    /// The function's exit code.
+    pub exit_code: i32,
+}
+
+/// Runs one step through `evaluator`: [`run_function`] with the evaluator
+/// as the runner, then (on success) [`StepOutput::finish`]. kpt checks path
+/// invariants and the KRM rule on the output *before* reconciling; doing
+/// both in one call only differs when a function changes just the legacy
+/// path annotation. An evaluator error (the function could not run at all)
+/// is returned as `Err`.
+pub fn run_evaluator(
+    evaluator: &dyn Evaluator,
+    target: FunctionTarget<'_>,
+    resources: &[Node],
+    call: FunctionCall<'_>,
+    timeout: Duration,
+) -> Result<EvaluatedStep, EvalError> {
+    let mut response: Option<Result<FunctionResponse, EvalError>> = None;
+    let step = run_function(resources, call, |input| {
+        let request = FunctionRequest {
+            target,
+            input,
+            timeout,
+        };
+        let outcome = evaluator.evaluate(&request);
+        let exit = match &outcome {
+            Ok(done) if done.exit_code == 0 => FunctionExit {
+                stdout: done.stdout.clone(),
+                status: Ok(()),
+            },
+            Ok(done) => FunctionExit {
+                stdout: done.stdout.clone(),
+                status: Err(ExitFailure),
+            },
+            Err(_) => FunctionExit {
+                stdout: Vec::new(),
+                status: Err(ExitFailure),
+            },
+        };
+        response = Some(outcome);
+        exit
+    });
+    let (stderr, exit_code) = match response {
+        Some(Ok(done)) => (done.stderr, done.exit_code),
+        Some(Err(error)) => return Err(error),
+        None => (Vec::new(), 0),
+    };
+    let (output, results) = match step {
+        Ok(step) => {
+            let results = step.results.clone();
+            (step.finish(), results)
+        }
+        Err(StepError::Function { results, .. }) => (Ok(Vec::new()), results),
+        Err(StepError::Wire { error, .. }) => (Err(error), None),
+    };
+    Ok(EvaluatedStep {
+        output,
+        results,
+        stderr,
+        exit_code,
+    })
+}
+
+/// The runner-side failure marker used by [`run_evaluator`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ExitFailure;
+
+impl std::fmt::Display for ExitFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("function failed")
     }
 }
 

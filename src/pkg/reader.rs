@@ -258,7 +258,8 @@ pub fn parse_file(
         let Some(mut document) = parsed else {
             continue;
         };
-        if document.root().is_null() && document.root().style.is_empty() {
+        // kyaml's `IsMissingOrNull`: a null root is no resource.
+        if document.root().is_null() {
             continue;
         }
         wrap_bare_sequence(&mut document);
@@ -351,13 +352,14 @@ pub fn derive_seq_indent(text: &str) -> SeqIndent {
         let Some(key_line) = lines[..i]
             .iter()
             .rev()
-            .find(|candidate| !candidate.trim().starts_with('#'))
+            .find(|candidate| !candidate.trim_matches(' ').starts_with('#'))
         else {
             continue;
         };
         let key_line = key_line.split('#').next().unwrap_or("");
         let key_indent = key_line.len() - key_line.trim_start_matches(' ').len();
-        if key_line.matches(':').count() != 1 || !key_line.trim().ends_with(':') {
+        let trimmed = key_line.trim_matches(' ');
+        if trimmed.matches(':').count() != 1 || !trimmed.ends_with(':') {
             continue;
         }
         if dash == key_indent {

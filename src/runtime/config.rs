@@ -248,6 +248,23 @@ pull_policy = "IfNotPresent"
     }
 
     #[test]
+    fn the_documented_example_parses_and_uncommented_entries_too() {
+        let example = include_str!("../../render.toml");
+        assert_eq!(
+            FunctionTable::parse(example, Path::new("render.toml")),
+            Ok(FunctionTable::default())
+        );
+        let uncommented: String = example
+            .lines()
+            .map(|line| line.strip_prefix("# ").unwrap_or(line))
+            .filter(|line| line.starts_with('[') || line.contains(" = ") && !line.starts_with('#'))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let table = FunctionTable::parse(&uncommented, Path::new("render.toml"));
+        assert!(table.is_ok(), "{table:?}\n{uncommented}");
+    }
+
+    #[test]
     fn unknown_keys_are_errors() {
         let err = FunctionTable::parse(
             "[[function]]\nimage = \"x\"\nbogus = 1\n",

@@ -89,14 +89,17 @@ impl Builtin {
     }
 
     /// The builtin implementing `image`, if any: the image must be a catalog
-    /// image (default or legacy prefix, or a bare name); any tag or digest is
-    /// accepted.
+    /// image (default or legacy prefix, or a bare name; the catalog's `wasm/`
+    /// builds too); any tag or digest is accepted.
     pub fn for_image(image: &str) -> Option<Builtin> {
         let (name, _) = split_image(image);
         let bare = std::iter::once(DEFAULT_IMAGE_PREFIX)
             .chain(LEGACY_IMAGE_PREFIXES.iter().copied())
             .find_map(|prefix| name.strip_prefix(prefix))
             .unwrap_or(name);
+        // The catalog also publishes wasm builds of the same functions
+        // (`wasm/set-namespace`); they behave like the container images.
+        let bare = bare.strip_prefix("wasm/").unwrap_or(bare);
         if bare.contains('/') {
             return None;
         }
@@ -217,7 +220,7 @@ mod tests {
             ("set-namespace:latest", Some(Builtin::SetNamespace)),
             (
                 "ghcr.io/kptdev/krm-functions-catalog/wasm/set-namespace:v0.5.1",
-                None,
+                Some(Builtin::SetNamespace),
             ),
             (
                 "ghcr.io/kptdev/krm-functions-catalog/not-exist:latest",
