@@ -65,7 +65,11 @@ fn builtin_outputs_are_byte_exact() {
         let input = fs::read(dir.join("input.yaml")).unwrap_or_default();
         let response = builtin.evaluate_bytes(&input, None);
         check(&dir.join("expected.yaml"), &response.stdout, &mut failures);
-        check(&dir.join("expected-stderr.txt"), &response.stderr, &mut failures);
+        check(
+            &dir.join("expected-stderr.txt"),
+            &response.stderr,
+            &mut failures,
+        );
         let code = if response.exit_code == 0 {
             Vec::new()
         } else {

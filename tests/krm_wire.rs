@@ -531,3 +531,71 @@ fn config_path_function_config_on_the_wire() {
     .unwrap();
     assert_text(&stdin, &fixture("config-path/stdin.yaml"));
 }
+
+mod never_panics {
+    use std::convert::Infallible;
+
+    use proptest::prelude::*;
+
+    use krender::krm::comments::copy_comments;
+    use krender::krm::function_filter::{FunctionCall, FunctionExit, run_function};
+    use krender::krm::order::sync_order;
+    use krender::krm::resource_list::decode_function_output;
+
+    /// YAML-ish text from a small alphabet: keys, indentation, list dashes,
+    /// comments, separators, flow brackets and quotes.
+    fn yamlish() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            "a: ",
+            "b: ",
+            "kind: ResourceList\n",
+            "items:\n",
+            "- ",
+            "  ",
+            "\n",
+            "# c\n",
+            "---\n",
+            "x",
+            "1",
+            "[",
+            "]",
+            "{",
+            "}",
+            "'q'",
+            "\"d\"",
+            "> \n  f\n",
+            "|\n  l\n",
+            "~",
+            ": ",
+            "apiVersion: v1\n",
+            "metadata:\n  name: n\n",
+        ]);
+        prop::collection::vec(pieces, 0..40).prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn decoding_and_round_trips_never_panic(input in yamlish(), answer in yamlish()) {
+            let Ok(read) = decode_function_output(&input) else {
+                return Ok(());
+            };
+            if let Ok(other) = decode_function_output(&answer) {
+                for (from, to) in read.items.iter().zip(other.items.iter()) {
+                    let mut to = to.clone();
+                    let _ = copy_comments(from, &mut to);
+                    let _ = sync_order(from, &mut to);
+                }
+            }
+            let call = FunctionCall { function_config: None, in_pipeline: true };
+            let step = run_function::<Infallible>(&read.items, call, |_| FunctionExit {
+                stdout: answer.clone().into_bytes(),
+                status: Ok(()),
+            });
+            if let Ok(step) = step {
+                let _ = step.finish();
+            }
+        }
+    }
+}

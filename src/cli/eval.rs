@@ -62,7 +62,7 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     let mut printer = Printer::new(err, args.truncate_output);
     printer.running(&name, None, None);
     let started = Instant::now();
-    let run = bridge::run_filter(evaluator, target, items, config.as_ref(), crate::hydrate::RenderOptions::default().timeout);
+    let run = bridge::run_filter(evaluator, target, items, config.as_ref(), true, crate::hydrate::RenderOptions::default().timeout);
     let elapsed = started.elapsed();
     let mut fn_result = FnResult { image: image.clone(), exec: exec.clone(), ..FnResult::default() };
     let run = match run {
@@ -74,18 +74,19 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             return 1;
         }
     };
-    fn_result.stderr = run.stderr.clone();
+    let stderr = if image.is_empty() { run.stderr.clone() } else { crate::hydrate::trim_container_stderr(&run.stderr) };
+    fn_result.stderr = stderr.clone();
     fn_result.exit_code = run.exit_code;
     fn_result.results = ResultItems::from_node(run.results.as_ref()).unwrap_or_default();
     let lines = fn_result.results.lines();
     let code = if run.exit_code != 0 {
         printer.fail(&name, elapsed, &lines);
-        printer.exec_error(&run.stderr, run.exit_code);
+        printer.exec_error(&stderr, run.exit_code);
         1
     } else {
         match &run.output {
             Ok(output) => {
-                printer.pass(&name, elapsed, &lines, &run.stderr);
+                printer.pass(&name, elapsed, &lines, &stderr);
                 let text = match args.output.as_deref() {
                     Some("unwrap") => bridge::unwrap_text(output),
                     _ => bridge::resource_list_text(output),

@@ -157,9 +157,11 @@ fn adjust_paths(root: &Path, resources: &mut [crate::yaml::Node]) -> Result<(), 
             let rel = pkg.strip_prefix(root).map_err(|_| {
                 format!("subpackage {:?} is not a descendant of {:?}", pkg_path, root.display().to_string())
             })?;
+            // Go's filepath.Join(rel, Clean(path)) with rel "." for the root:
+            // an absolute resource path ends up inside the package.
             let rel = rel.to_string_lossy();
-            let cleaned = clean_path(&path);
-            if rel.is_empty() { cleaned } else { clean_path(&format!("{rel}/{cleaned}")) }
+            let rel = if rel.is_empty() { ".".into() } else { rel };
+            clean_path(&format!("{rel}/{}", clean_path(&path)))
         };
         resource::set_annotation(node, resource::PATH, &new_path, Style::SINGLE_QUOTED);
         resource::set_annotation(node, resource::LEGACY_PATH, &new_path, Style::SINGLE_QUOTED);
@@ -210,19 +212,10 @@ fn record_attribution(current: &str, group: &str) -> String {
     format!("{current},{group}")
 }
 
+/// Writes the files of `resources` under `root` (atomically, skipping files
+/// whose bytes are unchanged).
 pub(crate) fn write_package(root: &Path, resources: &[crate::yaml::Node]) -> Result<(), String> {
-    let files = bridge::render_files(resources)?;
-    for (relative, content) in files {
-        let path = root.join(relative.trim_start_matches('/'));
-        if std::fs::read(&path).is_ok_and(|existing| existing == content.as_bytes()) {
-            continue;
-        }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|error| format!("{}: {error}", parent.display()))?;
-        }
-        std::fs::write(&path, content.as_bytes()).map_err(|error| format!("{}: {error}", path.display()))?;
-    }
-    Ok(())
+    crate::pkg::writer::write_package(root, resources, &[]).map_err(|error| error.to_string())
 }
 
 fn write_out_dir(dir: &Path, resources: &[crate::yaml::Node]) -> Result<(), ApplyError> {

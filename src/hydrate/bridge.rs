@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::krm::function_filter::{FunctionCall, run_evaluator};
+use crate::krm::resource_list::{decode_function_output, encode_output_list, unwrap_output_list};
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style, tag};
 
@@ -18,8 +20,10 @@ pub(crate) struct ReadFailure(pub(crate) String);
 /// Reads the resources of one package directory (not its subpackages),
 /// annotated as kpt's reader annotates them, plus the package-path annotation.
 pub(crate) fn read_local_resources(pkg_dir: &Path) -> Result<Vec<Node>, ReadFailure> {
-    let _ = pkg_dir;
-    Err(ReadFailure("the package reader is not available yet".to_owned()))
+    let options = crate::pkg::reader::ReadOptions { package_path: Some(pkg_dir.display().to_string()) };
+    crate::pkg::reader::read_package(pkg_dir, &options)
+        .map(|read| read.resources)
+        .map_err(|error| ReadFailure(error.to_string()))
 }
 
 /// What a function round trip produced.
@@ -36,42 +40,41 @@ pub(crate) struct FilterRun {
     pub(crate) exit_code: i32,
 }
 
-/// Runs one function over `items` with kyaml's FunctionFilter round trip.
+/// Runs one function over `items` with kyaml's FunctionFilter round trip
+/// (`krm::function_filter`). Mutators run inside kyaml's pipeline
+/// (`in_pipeline`), validators do not.
 pub(crate) fn run_filter(
     evaluator: &dyn Evaluator,
     target: FunctionTarget<'_>,
     items: Vec<Node>,
     function_config: Option<&Node>,
+    in_pipeline: bool,
     timeout: Duration,
 ) -> Result<FilterRun, EvalError> {
-    let _ = (evaluator, target, items, function_config, timeout);
-    Err(EvalError::System("the function round trip is not available yet".to_owned()))
-}
-
-/// Renders the package files for the final resources (paths relative to the
-/// root package): relative path → file content.
-pub(crate) fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, String> {
-    let _ = resources;
-    Err("the package writer is not available yet".to_owned())
+    let call = FunctionCall { function_config, in_pipeline };
+    let step = run_evaluator(evaluator, target, &items, call, timeout)?;
+    Ok(FilterRun {
+        output: step.output.map_err(|error| error.to_string()),
+        results: step.results,
+        stderr: String::from_utf8_lossy(&step.stderr).into_owned(),
+        exit_code: step.exit_code,
+    })
 }
 
 /// The `-o stdout` text: one wrapped ResourceList keeping reader annotations.
 pub(crate) fn resource_list_text(resources: &[Node]) -> String {
-    let _ = resources;
-    String::new()
+    encode_output_list(resources)
 }
 
 /// Parses a ResourceList (`fn eval -`, `fn sink`) into its items, keeping
 /// their annotations.
 pub(crate) fn parse_resource_list(text: &str) -> Result<Vec<Node>, String> {
-    let _ = text;
-    Err("the ResourceList reader is not available yet".to_owned())
+    decode_function_output(text).map(|output| output.items).map_err(|error| error.to_string())
 }
 
 /// The `-o unwrap` text: the resources as a multi-document stream.
 pub(crate) fn unwrap_text(resources: &[Node]) -> String {
-    let _ = resources;
-    String::new()
+    unwrap_output_list(&encode_output_list(resources)).unwrap_or_default()
 }
 
 /// kpt's `NewConfigMap`: the functionConfig built from a step's `configMap`.

@@ -89,3 +89,27 @@ impl HydrateError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_match_kpt() {
+        let root = Path::new("/tmp/p/app");
+        let same = HydrateError::pipeline(root, root, "already handled error", Report::Handled);
+        assert_eq!(same.status_message(root), "pkg.render: pkg .:\n\tpipeline.run: already handled error");
+        let bfs = HydrateError::pipeline(root, &root.join("level1"), "already handled error", Report::Handled);
+        assert_eq!(bfs.status_message(root), "pkg.render: pkg .:\n\tpipeline.run: pkg ./level1: already handled error");
+        let sub = HydrateError::subpackage_kptfile(
+            root,
+            &root.join("db"),
+            &KptfileError::Unreadable { dir: root.join("db"), details: "yaml: line 10: bad".into() },
+        );
+        assert_eq!(
+            sub.status_message(root),
+            "pkg.render: pkg .:\n\tpkg.Subpackages: pkg ./db: error reading Kptfile at \"./db\": yaml: line 10: bad"
+        );
+        assert_eq!(Report::Error("x".into()).stderr_text().as_deref(), Some("Error: x \n"));
+    }
+}

@@ -47,8 +47,7 @@ pub struct RenderOptions {
     pub image_prefix: String,
     /// Deadline for one function call.
     pub timeout: Duration,
-    /// True when rendering in place (no `-o`): decides whether `[RUNNING]`
-    /// lines are per package and whether the Kptfile status is written.
+    /// True when rendering in place (no `-o`).
     pub in_place: bool,
 }
 
@@ -406,15 +405,11 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             if selective {
                 select::set_resource_ids(&mut input);
             }
-            let selected_ids: Vec<String> = input
+            let positions = select::select(&input, &function.selectors, &function.exclude);
+            let selected: Vec<Node> = positions.iter().filter_map(|&i| input.get(i).cloned()).collect();
+            let selected_ids: Vec<String> = selected
                 .iter()
-                .filter(|r| select::is_selected(r, &function.selectors, &function.exclude))
                 .map(|r| resource::annotation(r, select::RESOURCE_ID).unwrap_or("").to_owned())
-                .collect();
-            let selected: Vec<Node> = input
-                .iter()
-                .filter(|r| select::is_selected(r, &function.selectors, &function.exclude))
-                .cloned()
                 .collect();
             let before = self.fn_results.len();
             let count = selective.then_some(selected.len());
@@ -444,13 +439,10 @@ impl<'a, 'w> Hydrator<'a, 'w> {
     fn run_validators(&mut self, node: &PkgNode, input: &[Node], display: &str) -> Result<(), StepFailure> {
         let pkg = node.path.as_path();
         for function in &node.kptfile.pipeline.validators {
-            let selected: Vec<Node> = input
-                .iter()
-                .filter(|r| select::is_selected(r, &function.selectors, &function.exclude))
-                .cloned()
-                .collect();
+            let positions = select::select(input, &function.selectors, &function.exclude);
+            let selected: Vec<Node> = positions.iter().filter_map(|&i| input.get(i).cloned()).collect();
             let step = match self.prepare(function, pkg) {
-                Ok(step) => step,
+                Ok(step) => PreparedStep { mutator: false, ..step },
                 Err(message) => {
                     self.validation_steps.push(pre_exec_failure(function, &self.options.image_prefix, &message));
                     return Err(StepFailure { report: Report::Error(message.clone()), message });
@@ -505,7 +497,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         if image.is_empty() && function.exec.is_empty() {
             return Err("must specify `exec` or `image` to execute a function".to_owned());
         }
-        Ok(PreparedStep { function: function.clone(), image, config })
+        Ok(PreparedStep { function: function.clone(), image, config, mutator: true })
     }
 
     /// kpt's `FunctionRunner.Filter` + `do`: prints progress, runs the
@@ -519,8 +511,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         display: &str,
     ) -> Result<Vec<Node>, StepFailure> {
         let name = step.display_name().to_owned();
-        let package = self.options.in_place.then_some(display);
-        self.printer.running(&name, selected_count, package);
+        self.printer.running(&name, selected_count, Some(display));
         let started = Instant::now();
         let mut fn_result = FnResult { image: step.image.clone(), exec: step.function.exec.clone(), ..FnResult::default() };
         let outcome = self.call(step, input, pkg, &mut fn_result);
@@ -562,14 +553,17 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         } else {
             (self.runtimes.image, FunctionTarget::Image(&step.image))
         };
-        let run = match bridge::run_filter(evaluator, target, input, step.config.as_ref(), self.options.timeout) {
+        let run = match bridge::run_filter(evaluator, target, input, step.config.as_ref(), step.mutator, self.options.timeout) {
             Ok(run) => run,
             Err(error) => {
                 fn_result.exit_code = 1;
                 return Err(CallError::Recorded(eval_error_text(&error)));
             }
         };
-        fn_result.stderr = run.stderr.clone();
+        // kpt's container runtime hands on stderr without its final line
+        // break; an exec function's stderr is kept as written.
+        let stderr = if step.image.is_empty() { run.stderr.clone() } else { trim_container_stderr(&run.stderr) };
+        fn_result.stderr = stderr.clone();
         let mut output = match run.output {
             Ok(output) => output,
             Err(message) if run.exit_code == 0 => {
@@ -594,7 +588,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         }
         if run.exit_code != 0 {
             fn_result.exit_code = run.exit_code;
-            return Err(CallError::Exit { stderr: run.stderr, exit_code: run.exit_code });
+            return Err(CallError::Exit { stderr, exit_code: run.exit_code });
         }
         fn_result.exit_code = 0;
         Ok(output)
@@ -643,6 +637,8 @@ struct PreparedStep {
     image: String,
     /// The functionConfig, if any.
     config: Option<Node>,
+    /// Mutators run inside kyaml's pipeline; validators do not.
+    mutator: bool,
 }
 
 impl PreparedStep {
@@ -665,6 +661,12 @@ fn pre_exec_failure(function: &Function, prefix: &str, message: &str) -> StepRec
         execution_error: message.to_owned(),
         ..StepRecord::default()
     }
+}
+
+/// The stderr of a container function as kpt records it: without trailing
+/// line breaks.
+pub(crate) fn trim_container_stderr(stderr: &str) -> String {
+    stderr.trim_end_matches('\n').to_owned()
 }
 
 /// kpt's `AreKRM`: the first resource that is not KRM, with its path.

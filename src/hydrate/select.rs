@@ -28,10 +28,39 @@ fn matches(node: &Node, selector: &Selector) -> bool {
         && map_matches(node, "annotations", &selector.annotations)
 }
 
+/// kpt's `Selector.IsEmpty`: only the identity fields count (a selector
+/// with nothing but labels or annotations is "empty").
+fn is_empty(selector: &Selector) -> bool {
+    selector.api_version.is_empty() && selector.kind.is_empty() && selector.name.is_empty() && selector.namespace.is_empty()
+}
+
+/// kpt's `SelectInput`: the positions of the resources a step sees. As in
+/// kpt, a resource matching several selectors is listed once per match,
+/// and exclusions that are "empty" (see [`is_empty`]) are ignored.
+pub fn select(input: &[Node], selectors: &[Selector], exclude: &[Selector]) -> Vec<usize> {
+    let mut selected = Vec::new();
+    for (index, node) in input.iter().enumerate() {
+        if selectors.is_empty() {
+            selected.push(index);
+        } else {
+            for selector in selectors {
+                if matches(node, selector) {
+                    selected.push(index);
+                }
+            }
+        }
+    }
+    selected.retain(|&index| {
+        input
+            .get(index)
+            .is_some_and(|node| !exclude.iter().any(|selector| !is_empty(selector) && matches(node, selector)))
+    });
+    selected
+}
+
 /// True when a step with these selectors and exclusions applies to `node`.
 pub fn is_selected(node: &Node, selectors: &[Selector], exclude: &[Selector]) -> bool {
-    let selected = selectors.is_empty() || selectors.iter().any(|selector| matches(node, selector));
-    selected && !exclude.iter().any(|selector| matches(node, selector))
+    !select(std::slice::from_ref(node), selectors, exclude).is_empty()
 }
 
 /// Gives every resource its position as the temporary id.
@@ -83,4 +112,52 @@ pub fn merge_with_input(output: Vec<Node>, input: Vec<Node>, selected_ids: &[Str
     }
     merged.extend(output.into_iter().flatten());
     merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(kind: &str, name: &str, labels: &[(&str, &str)]) -> Node {
+        let mut metadata = Node::new_mapping();
+        metadata.set("name", Node::new_string(name));
+        if !labels.is_empty() {
+            let mut map = Node::new_mapping();
+            for (key, value) in labels {
+                map.set(key, Node::new_string(*value));
+            }
+            metadata.set("labels", map);
+        }
+        let mut root = Node::new_mapping();
+        root.set("apiVersion", Node::new_string("v1"));
+        root.set("kind", Node::new_string(kind));
+        root.set("metadata", metadata);
+        root
+    }
+
+    #[test]
+    fn selectors_and_exclusions() {
+        let deployment = resource("Deployment", "httpbin", &[("app", "web")]);
+        let config = resource("ConfigMap", "httpbin", &[]);
+        let by_name = Selector { name: "httpbin".into(), ..Selector::default() };
+        let by_kind = Selector { kind: "ConfigMap".into(), ..Selector::default() };
+        let by_label = Selector { labels: [("app".to_owned(), "web".to_owned())].into(), ..Selector::default() };
+        assert!(is_selected(&deployment, &[], &[]));
+        assert!(is_selected(&deployment, std::slice::from_ref(&by_name), &[]));
+        assert!(!is_selected(&config, std::slice::from_ref(&by_name), std::slice::from_ref(&by_kind)));
+        assert!(is_selected(&deployment, std::slice::from_ref(&by_label), &[]));
+        assert!(!is_selected(&config, &[by_label], &[]));
+    }
+
+    #[test]
+    fn merge_keeps_unselected_in_place_and_appends_new() {
+        let mut input = vec![resource("A", "a", &[]), resource("B", "b", &[]), resource("C", "c", &[])];
+        set_resource_ids(&mut input);
+        let mut changed = input[1].clone();
+        changed.set("kind", Node::new_string("B2"));
+        let generated = resource("D", "d", &[]);
+        let merged = merge_with_input(vec![generated, changed], input, &["1".to_owned(), "2".to_owned()]);
+        let kinds: Vec<&str> = merged.iter().filter_map(|r| resource::kind(r)).collect();
+        assert_eq!(kinds, vec!["A", "B2", "D"]);
+    }
 }

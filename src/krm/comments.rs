@@ -147,7 +147,7 @@ impl Walker {
         }
         // Field names of both sides, sorted, each once.
         let mut names: Vec<String> = Vec::new();
-        for node in [&*from, &*to] {
+        for node in [from, &*to] {
             if node.is_mapping() {
                 names.extend(node.pairs().map(|(key, _)| key.value.clone()));
             }
@@ -235,10 +235,10 @@ impl Walker {
         };
         let mut values: Vec<String> = Vec::new();
         for item in from.content.iter().chain(to.content.iter()) {
-            if let Some(value) = value_of(item) {
-                if !values.contains(&value) {
-                    values.push(value);
-                }
+            if let Some(value) = value_of(item)
+                && !values.contains(&value)
+            {
+                values.push(value);
             }
         }
         for value in values {

@@ -113,6 +113,9 @@ pub struct StepOutput {
 
 /// Runs one function over `resources` (Document or Mapping nodes carrying
 /// the reader annotations). `run` receives the stdin bytes.
+// The error carries kpt's message parts by value; it is built at most once
+// per step, so its size does not matter.
+#[allow(clippy::result_large_err)]
 pub fn run_function<E: std::fmt::Display>(
     resources: &[Node],
     call: FunctionCall<'_>,

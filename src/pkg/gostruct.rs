@@ -11,7 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::yaml::node::{Node, NodeKind, Style, tag};
+use crate::yaml::node::{Node, NodeKind, tag};
+#[cfg(test)]
+use crate::yaml::node::Style;
 use crate::yaml::resolve::resolve_plain;
 
 /// A Go type as far as decoding and marshalling care.
@@ -454,7 +456,10 @@ fn marshal_value(value: &GoValue, ty: &GoType) -> Node {
         (GoValue::Int(n), _) => Node::new_scalar(tag::INT, n.to_string()),
         (GoValue::Map(map), _) => {
             let mut node = Node::new_mapping();
-            for (key, text) in map.iter().flatten() {
+            // go-yaml sorts map keys in its "natural" order (digit runs by value).
+            let mut entries: Vec<(&String, &String)> = map.iter().flatten().collect();
+            entries.sort_by(|a, b| crate::yaml::marshal::go_key_order(a.0, b.0));
+            for (key, text) in entries {
                 node.content.push(string_node(key));
                 node.content.push(string_node(text));
             }
@@ -472,92 +477,14 @@ fn marshal_value(value: &GoValue, ty: &GoType) -> Node {
     }
 }
 
-/// YAML 1.1 booleans go-yaml's marshaller still quotes.
-fn is_yaml11_bool(text: &str) -> bool {
-    matches!(
-        text,
-        "y" | "Y"
-            | "yes"
-            | "Yes"
-            | "YES"
-            | "on"
-            | "On"
-            | "ON"
-            | "n"
-            | "N"
-            | "no"
-            | "No"
-            | "NO"
-            | "off"
-            | "Off"
-            | "OFF"
-    )
-}
-
-/// YAML 1.1 base-60 numbers (`1:20`), which go-yaml's marshaller quotes.
-fn is_base60(text: &str) -> bool {
-    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
-    let (int_part, frac) = match body.split_once('.') {
-        Some((a, b)) => (a, Some(b)),
-        None => (body, None),
-    };
-    if let Some(frac) = frac {
-        if !frac.chars().all(|c| c.is_ascii_digit() || c == '_') {
-            return false;
-        }
-    }
-    let mut parts = int_part.split(':');
-    let Some(head) = parts.next() else {
-        return false;
-    };
-    let mut head_chars = head.chars();
-    if !head_chars.next().is_some_and(|c| c.is_ascii_digit()) || !head_chars.all(|c| c.is_ascii_digit() || c == '_') {
-        return false;
-    }
-    let mut any = false;
-    for part in parts {
-        any = true;
-        let ok = match part.len() {
-            1 => part.chars().all(|c| c.is_ascii_digit()),
-            2 => {
-                let bytes = part.as_bytes();
-                bytes.first().is_some_and(|b| (b'0'..=b'5').contains(b)) && bytes.get(1).is_some_and(u8::is_ascii_digit)
-            }
-            _ => false,
-        };
-        if !ok {
-            return false;
-        }
-    }
-    any
-}
-
-/// A string node styled as Go's struct marshaller styles a `string` (§6):
-/// literal when multi-line, double-quoted when it would read back as another
-/// type (including YAML 1.1 booleans and base-60 numbers), plain otherwise
-/// (the emitter may still choose single quotes).
+/// A string node styled as Go's struct marshaller styles a `string` (§6).
 pub(crate) fn string_node(text: &str) -> Node {
-    let mut node = Node::new_string(text);
-    if text.contains('\n') {
-        node.style = Style::LITERAL;
-    } else if resolve_plain(text) != tag::STR || is_yaml11_bool(text) || is_base60(text) {
-        node.style = Style::DOUBLE_QUOTED;
-    }
-    node
+    crate::yaml::marshal::string(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base60_detection() {
-        assert!(is_base60("1:20"));
-        assert!(is_base60("-1:30.5"));
-        assert!(!is_base60("1:2:3a"));
-        assert!(!is_base60("~0.2"));
-        assert!(!is_base60("0.4.1 - 0.4.3"));
-    }
 
     #[test]
     fn string_styles() {

@@ -716,3 +716,61 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+    use crate::yaml::SeqIndent;
+
+    fn map(pairs: Vec<(&str, Node)>) -> Node {
+        let mut node = Node::new_mapping();
+        for (key, value) in pairs {
+            node.set(key, value);
+        }
+        node
+    }
+
+    fn s(text: &str) -> Node {
+        let mut node = Node::new_string(text);
+        node.line = 1;
+        node
+    }
+
+    #[test]
+    fn status_rewrite_follows_struct_order() {
+        let mut mutator = map(vec![("configMap", map(vec![("tier", s("backend")), ("a", s("true"))])), ("image", s("set-labels"))]);
+        mutator.line = 7;
+        let mut mutators = Node::new_sequence();
+        mutators.content.push(mutator);
+        let document = Node::new_document(map(vec![
+            ("apiVersion", s("kpt.dev/v1")),
+            ("kind", s("Kptfile")),
+            ("metadata", map(vec![("name", s("app"))])),
+            ("pipeline", map(vec![("mutators", mutators)])),
+        ]));
+        let kptfile = Kptfile::from_node(&document, Path::new("/x")).expect("decodes");
+        let condition = Condition { status: "False", reason: "RenderFailed", message: "pkg.render: pkg .:\n\tpipeline.run: already handled error".into() };
+        let node = kptfile.with_render_status(&condition, None);
+        assert_eq!(
+            crate::yaml::to_string(&node, SeqIndent::Wide),
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - image: set-labels\n      configMap:\n        a: \"true\"\n        tier: backend\nstatus:\n  conditions:\n    - type: Rendered\n      status: \"False\"\n      reason: RenderFailed\n      message: |-\n        pkg.render: pkg .:\n        \tpipeline.run: already handled error\n"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_reported_with_go_type_names() {
+        let mut key_line = Node::new_string("targetResources");
+        key_line.line = 13;
+        let mut function = map(vec![("image", s("x"))]);
+        function.content.push(key_line);
+        function.content.push(s("y"));
+        let mut mutators = Node::new_sequence();
+        mutators.content.push(function);
+        let document = Node::new_document(map(vec![("apiVersion", s("kpt.dev/v1")), ("pipeline", map(vec![("mutators", mutators)]))]));
+        let error = Kptfile::from_node(&document, Path::new("/p/app")).expect_err("unknown field");
+        assert_eq!(
+            error.to_string(),
+            "Kptfile at \"/p/app\" can't be read.\n\nDetails:\nyaml: unmarshal errors:\n  line 13: field targetResources not found in type v1.Function"
+        );
+    }
+}

@@ -813,12 +813,12 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_, 'de> {
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DecodeError> {
         let node = self.target()?;
-        if node.kind == NodeKind::Scalar {
-            if let (_, Resolved::Null) = resolve_scalar(node)? {
-                return visitor
-                    .visit_none()
-                    .map_err(|e: DecodeError| e.located_at(node));
-            }
+        if node.kind == NodeKind::Scalar
+            && let (_, Resolved::Null) = resolve_scalar(node)?
+        {
+            return visitor
+                .visit_none()
+                .map_err(|e: DecodeError| e.located_at(node));
         }
         visitor.visit_some(self.child(node))
     }
@@ -1071,10 +1071,9 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
             Err(mut error) => {
                 if let (Some(name), DecodeErrorKind::UnknownField { type_name, .. }) =
                     (self.struct_name, &mut error.kind)
+                    && type_name.is_empty()
                 {
-                    if type_name.is_empty() {
-                        *type_name = name.to_owned();
-                    }
+                    *type_name = name.to_owned();
                 }
                 Err(error.located_at(key))
             }

@@ -64,7 +64,13 @@ pub(crate) fn run(input: ResourceList, limits: Limits) -> Outcome {
         Ok(items) => {
             let mut outcome = Outcome::sdk(input, Vec::new());
             outcome.items = items;
-            outcome.stderr = printed.into_inner();
+            // The step's stderr is the printed lines joined by newlines,
+            // without a trailing one.
+            let mut printed = printed.into_inner();
+            if printed.ends_with('\n') {
+                printed.pop();
+            }
+            outcome.stderr = printed;
             outcome
         }
         Err(message) => {

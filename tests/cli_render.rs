@@ -1,0 +1,326 @@
+//! End-to-end tests of `krender fn render` on the packages in
+//! `fixtures/render/`: each test copies a fixture into a temporary
+//! directory, runs the binary, and compares exit code, stderr and every
+//! file byte for byte (a failed render must leave files untouched except
+//! the root Kptfile's status, as kpt does).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    before: BTreeMap<String, Vec<u8>>,
+    after: BTreeMap<String, Vec<u8>>,
+    pkg: PathBuf,
+    _temp: tempfile::TempDir,
+}
+
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                let rel = path.strip_prefix(dir).expect("inside").to_string_lossy().into_owned();
+                files.insert(rel, bytes);
+            }
+        }
+    }
+    files
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read fixture") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// Copies `fixtures/render/<case>` to a temp dir named after the case and
+/// runs `krender fn render <pkg> <args>`.
+fn render(case: &str, args: &[&str]) -> Run {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let pkg = temp.path().join(case);
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render").join(case), &pkg);
+    let before = snapshot(&pkg);
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "render"])
+        .arg(&pkg)
+        .args(args)
+        .current_dir(temp.path())
+        .output()
+        .expect("run krender");
+    let after = snapshot(&pkg);
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        before,
+        after,
+        pkg,
+        _temp: temp,
+    }
+}
+
+impl Run {
+    fn file(&self, rel: &str) -> String {
+        String::from_utf8_lossy(self.after.get(rel).map(Vec::as_slice).unwrap_or_default()).into_owned()
+    }
+
+    /// Every file except `except` is byte-identical to before.
+    fn unchanged_except(&self, except: &[&str]) {
+        let keys: Vec<&String> = self.before.keys().collect();
+        assert_eq!(keys, self.after.keys().collect::<Vec<_>>(), "set of files changed in {}", self.pkg.display());
+        for (rel, bytes) in &self.before {
+            if except.contains(&rel.as_str()) {
+                continue;
+            }
+            assert_eq!(
+                String::from_utf8_lossy(bytes),
+                String::from_utf8_lossy(&self.after[rel]),
+                "{rel} changed"
+            );
+        }
+    }
+}
+
+#[test]
+fn missing_kptfile_is_reported() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "render"])
+        .arg(temp.path())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!("Error: No Kptfile found at {:?}. \n", temp.path().display().to_string())
+    );
+}
+
+#[test]
+fn legacy_kptfile_is_rejected_untouched() {
+    let run = render("legacy-kptfile", &[]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("has an old version (\"v1alpha1\") of the Kptfile schema"), "{}", run.stderr);
+    run.unchanged_except(&[]);
+}
+
+#[test]
+fn unknown_kptfile_field_is_a_strict_decode_error() {
+    let run = render("unknown-field", &[]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("can't be read.\n\nDetails:\nyaml: unmarshal errors:\n  line 8: field targetResources not found in type v1.Function"),
+        "{}",
+        run.stderr
+    );
+    run.unchanged_except(&[]);
+}
+
+#[test]
+fn exec_function_rewrites_resources_and_records_status() {
+    let run = render("exec-sed", &["--allow-exec"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "Package \"exec-sed\":\n[RUNNING] \"sed -e 's/foo/bar/'\" on package \"exec-sed\"\n[PASS] \"sed -e 's/foo/bar/'\" in 0s\n\nSuccessfully executed 1 function(s) in 1 package(s).\n"
+    );
+    assert_eq!(run.file("cm.yaml"), "# a comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  value: bar\n");
+    assert_eq!(
+        run.file("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: sed -e 's/bar/bar/'\nstatus:\n  conditions:\n    - type: Rendered\n      status: \"True\"\n      reason: RenderSuccess\n  renderStatus:\n    mutationSteps:\n      - exec: sed -e 's/foo/bar/'\n        exitCode: 0\n"
+    );
+}
+
+#[test]
+fn exec_without_allow_exec_is_refused_and_only_status_is_written() {
+    let run = render("exec-no-allow", &[]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.ends_with("Error: must run with `--allow-exec` option to allow running function binaries \n"), "{}", run.stderr);
+    run.unchanged_except(&["Kptfile"]);
+    assert_eq!(
+        run.file("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: sed -e 's/foo/bar/'\nstatus:\n  conditions:\n    - type: Rendered\n      status: \"False\"\n      reason: RenderFailed\n      message: |-\n        pkg.render: pkg .:\n        \tpipeline.run: must run with `--allow-exec` option to allow running function binaries\n  renderStatus:\n    mutationSteps:\n      - exec: sed -e 's/foo/bar/'\n        executionError: must run with `--allow-exec` option to allow running function binaries\n        exitCode: 1\n    errorSummary: 'sed -e ''s/foo/bar/'': must run with `--allow-exec` option to allow running function binaries'\n"
+    );
+}
+
+#[test]
+fn failing_exec_output_is_truncated_and_files_untouched() {
+    let run = render("exec-fail", &["--allow-exec"]);
+    assert_eq!(run.code, 1);
+    let name = "\"sh -c 'for i in 1 2 3 4 5 6; do echo line$i >&2; done; exit 3'\"";
+    assert_eq!(
+        run.stderr,
+        format!(
+            "Package \"exec-fail\":\n[RUNNING] {name} on package \"exec-fail\"\n[FAIL] {name} in 0s\n  Stderr:\n    line1\n    line2\n    line3\n    line4\n    ...(3 line(s) truncated, use '--truncate-output=false' to disable)\n  Exit code: 3\n\n"
+        )
+    );
+    run.unchanged_except(&["Kptfile"]);
+}
+
+#[test]
+fn failing_exec_output_is_whole_without_truncation() {
+    let run = render("exec-fail", &["--allow-exec", "--truncate-output=false"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("    line6\n    \n  Exit code: 3\n\n"), "{}", run.stderr);
+}
+
+#[test]
+fn save_on_render_failure_keeps_earlier_mutations() {
+    let run = render("save-on-failure", &["--allow-exec"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.file("cm.yaml"), "# a comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  value: bar\n");
+    assert!(run.stderr.contains("Partially executed 1 function(s) in 1 package(s).\n"), "{}", run.stderr);
+}
+
+#[test]
+fn bfs_renders_parents_first() {
+    let run = render("bfs-order", &["--allow-exec"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The root's pipeline ran first and saw the subpackage; the subpackage's
+    // pipeline then saw the root's edit.
+    assert!(run.file("sub/cm.yaml").contains("stage: sub"), "{}", run.file("sub/cm.yaml"));
+    assert!(run.file("cm.yaml").contains("stage: root"), "{}", run.file("cm.yaml"));
+    assert!(run.stderr.starts_with("Package \"bfs-order\":\n"), "{}", run.stderr);
+}
+
+#[test]
+fn results_dir_gets_a_function_result_list() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let results = temp.path().join("results");
+    let run = render("exec-sed", &["--allow-exec", "--results-dir", results.to_str().expect("utf-8")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(results.join("results.yaml")).expect("results file"),
+        "apiVersion: kpt.dev/v1\nkind: FunctionResultList\nmetadata:\n  name: fnresults\nexitCode: 0\nitems:\n  - exec: sed -e 's/foo/bar/'\n    exitCode: 0\n"
+    );
+    assert!(run.stderr.ends_with(&format!("For complete results, see {}\n", results.join("results.yaml").display())));
+    let _ = run.stdout;
+}
+
+#[test]
+fn non_krm_input_fails_before_the_function_changes_anything() {
+    let run = render("non-krm", &["--allow-exec"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.ends_with("Error: input resource list must contain only KRM resources: non-krm.yaml: resource must have `apiVersion` \n"),
+        "{}",
+        run.stderr
+    );
+    run.unchanged_except(&["Kptfile"]);
+    assert!(run.file("Kptfile").contains(
+        "      message: |-\n        pkg.render: pkg .:\n        \tpipeline.run: input resource list must contain only KRM resources: non-krm.yaml: resource must have `apiVersion`\n"
+    ));
+    assert!(run.file("Kptfile").contains("        executionError: 'input resource list must contain only KRM resources: non-krm.yaml: resource must have `apiVersion`'\n"));
+}
+
+#[test]
+fn unreadable_subpackage_kptfile_fails_the_render() {
+    let run = render("sub-invalid-kptfile", &["--allow-exec"]);
+    assert_eq!(run.code, 1);
+    let db = run.pkg.join("db");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "Error: Kptfile at {:?} can't be read.\n\nDetails:\nyaml: line 5: mapping values are not allowed in this context \n",
+            db.display().to_string()
+        )
+    );
+    run.unchanged_except(&["Kptfile"]);
+    assert!(run.file("Kptfile").contains(
+        "      message: |-\n        pkg.render: pkg .:\n        \tpkg.Subpackages: pkg ./db: error reading Kptfile at \"./db\": yaml: line 5: mapping values are not allowed in this context\n"
+    ), "{}", run.file("Kptfile"));
+}
+
+#[test]
+fn selectors_limit_what_the_function_sees() {
+    let run = render("selectors", &["--allow-exec"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("[RUNNING] \"sed -e 's/foo/bar/'\" on 1 resource(s) on package \"selectors\"\n"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        run.file("cms.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: picked\ndata:\n  value: bar\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\ndata:\n  value: foo\n"
+    );
+    assert!(run.file("Kptfile").starts_with(
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: sed -e 's/foo/bar/'\n      selectors:\n        - kind: ConfigMap\n          name: picked\nstatus:\n"
+    ));
+}
+
+#[test]
+fn absolute_config_path_is_invalid_and_nothing_is_written() {
+    let run = render("config-path-absolute", &["--allow-exec"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "Kptfile is invalid:\nField: `pipeline.mutators[0].configPath`\nValue: \"/etc/config.yaml\"\nReason: path must be relative\n \n"
+    );
+    run.unchanged_except(&[]);
+}
+
+#[test]
+fn stdout_output_leaves_the_package_alone() {
+    let run = render("exec-sed", &["--allow-exec", "-o", "stdout"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.unchanged_except(&[]);
+    assert!(run.stdout.starts_with("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"), "{}", run.stdout);
+    assert!(run.stdout.contains("  data:\n    value: bar\n"), "{}", run.stdout);
+    assert!(!run.stderr.contains("Successfully executed"), "{}", run.stderr);
+}
+
+#[test]
+fn existing_output_directory_is_refused() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let pkg = temp.path().join("exec-sed");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render/exec-sed"), &pkg);
+    std::fs::create_dir(temp.path().join("out")).expect("mkdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "render", "exec-sed", "--allow-exec", "-o", "out"])
+        .current_dir(temp.path())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "Error: directory \"out\" already exists, please delete the directory and retry \n"
+    );
+}
+
+#[test]
+fn eval_runs_one_function_on_stdin() {
+    use std::io::Write as _;
+    let input = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n  data:\n    value: foo\n";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "eval", "-", "--allow-exec", "--exec", "sed -e s/foo/bar/", "--", "k=v"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "[RUNNING] \"sed -e s/foo/bar/\"\n[PASS] \"sed -e s/foo/bar/\" in 0s\n"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("    value: bar\n"));
+}
