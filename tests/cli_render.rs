@@ -349,7 +349,7 @@ fn dfs_renders_subpackages_first() {
     assert!(run.stderr.ends_with("Successfully executed 2 function(s) in 2 package(s).\n"), "{}", run.stderr);
     assert!(
         run.file("Kptfile").ends_with(
-            "    mutationSteps:\n      - exec: sed -e 's/stage: dry/stage: sub/'\n        exitCode: 0\n      - exec: sed -e 's/stage: sub/stage: root/'\n        exitCode: 0\n"
+            "    mutationSteps:\n      - exec: 'sed -e ''s/stage: dry/stage: sub/'''\n        exitCode: 0\n      - exec: 'sed -e ''s/stage: sub/stage: root/'''\n        exitCode: 0\n"
         ),
         "{}",
         run.file("Kptfile")
