@@ -1889,8 +1889,7 @@ mod tests {
     fn kinds(src: &str) -> Vec<TokenKind> {
         let mut scanner = Scanner::new(src);
         let mut out = Vec::new();
-        loop {
-            let Ok(token) = scanner.peek() else { break };
+        while let Ok(token) = scanner.peek() {
             let kind = token.kind;
             out.push(kind);
             scanner.skip_token();
@@ -1949,8 +1948,7 @@ mod tests {
     fn plain_scalars_fold_and_quoted_scalars_unescape() {
         let mut scanner = Scanner::new("a: one\n  two\n\n  three\nb: \"x\\ty\\u00e9\"\nc: 'it''s'\n");
         let mut values = Vec::new();
-        loop {
-            let Ok(token) = scanner.peek() else { break };
+        while let Ok(token) = scanner.peek() {
             if token.kind == TokenKind::StreamEnd {
                 break;
             }
