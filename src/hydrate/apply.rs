@@ -65,14 +65,14 @@ pub fn apply(
 ) -> Result<(), ApplyError> {
     let in_place = *output == Output::InPlace;
     let root = outcome.root.clone();
-    if let Some(error) = &outcome.error {
-        if !outcome.save_on_failure {
-            if in_place {
-                write_status(&root, &outcome, Some(error));
-            }
-            save_results(results_dir, &outcome, log);
-            return Err(ApplyError::Render(error.clone()));
+    if let Some(error) = &outcome.error
+        && !outcome.save_on_failure
+    {
+        if in_place {
+            write_status(&root, &outcome, Some(error));
         }
+        save_results(results_dir, &outcome, log);
+        return Err(ApplyError::Render(error.clone()));
     }
     let mut resources = outcome.resources.clone().unwrap_or_default();
     if let Err(message) = adjust_paths(&root, &mut resources) {

@@ -242,11 +242,11 @@ fn zero(ty: &GoType) -> GoValue {
 fn find_field(s: &'static GoStruct, key: &str) -> Option<Vec<usize>> {
     for (index, field) in s.fields.iter().enumerate() {
         if field.inline {
-            if let GoType::Struct(inner) = &field.ty {
-                if let Some(mut rest) = find_field(inner, key) {
-                    rest.insert(0, index);
-                    return Some(rest);
-                }
+            if let GoType::Struct(inner) = &field.ty
+                && let Some(mut rest) = find_field(inner, key)
+            {
+                rest.insert(0, index);
+                return Some(rest);
             }
         } else if field.key == key {
             return Some(vec![index]);

@@ -599,10 +599,10 @@ fn validate_function(function: &Function, field: &str, pkg_dir: &Path) -> Result
             format!("functionConfig {config_path:?} must not contain more than one config, got {}", documents.len()),
         ));
     }
-    if let Some(document) = documents.first() {
-        if let Err(reason) = check_krm(document) {
-            return Err(invalid(config_field, Some(config_path), format!("functionConfig {config_path:?}: {reason}")));
-        }
+    if let Some(document) = documents.first()
+        && let Err(reason) = check_krm(document)
+    {
+        return Err(invalid(config_field, Some(config_path), format!("functionConfig {config_path:?}: {reason}")));
     }
     Ok(())
 }
