@@ -70,8 +70,8 @@ pub(crate) enum GoValue {
     Struct(Option<StructValue>),
 }
 
-/// The fields of a decoded struct, by YAML key (inline fields flattened
-/// into their own nested value under the empty key's struct name).
+/// The fields of a decoded struct, by field index; an inline struct is a
+/// nested value under its own field index.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct StructValue {
     /// Field values by schema index.

@@ -333,7 +333,8 @@ pub struct Function {
 }
 
 impl Function {
-    /// The name kpt shows for the step before image expansion.
+    /// True when the step declares `selectors` or `exclude` (kpt then shows
+    /// the selected resource count and uses temporary resource ids).
     pub fn has_selection(&self) -> bool {
         !self.selectors.is_empty() || !self.exclude.is_empty()
     }
