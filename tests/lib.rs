@@ -12,3 +12,4 @@ mod layering_cli;
 mod layering_conformance;
 mod layering_engine;
 mod render_kptfile;
+mod source_sink;
