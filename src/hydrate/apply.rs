@@ -9,7 +9,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::results::{StepRecord, result_list_node};
-use super::{HydrateError, RenderOutcome, Report, bridge, clean_path};
+use super::{HydrateError, RenderOutcome, Report, bridge};
+use crate::krm::resource::clean_path;
 use crate::krm::resource;
 use crate::pkg::kptfile::{self, Condition, Kptfile};
 use crate::yaml::SeqIndent;

@@ -20,7 +20,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::krm::resource;
+use crate::krm::resource::{self, clean_path};
 use crate::pkg::kptfile::{self, Function, Kptfile, KptfileError};
 use crate::pkg::tree;
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
@@ -738,33 +738,6 @@ fn enforce_path_invariants(resources: &[Node]) -> Result<(), String> {
     Ok(())
 }
 
-/// Go's `path.Clean` for slash paths.
-pub fn clean_path(path: &str) -> String {
-    if path.is_empty() {
-        return ".".to_owned();
-    }
-    let rooted = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|last| *last != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    let joined = parts.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".to_owned(),
-        (false, false) => joined,
-    }
-}
 
 #[cfg(test)]
 mod tests {

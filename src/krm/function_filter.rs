@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use super::comments::copy_comments;
 use super::order::sync_order;
-use super::resource::{self, annotation, remove_annotation};
+use super::resource::{self, annotation, clean_path, remove_annotation};
 use super::resource_list::{
     WireError, copy_legacy_annotations, decode_function_output, encode_function_input,
     kyaml_set_annotation,
@@ -427,36 +427,12 @@ pub fn default_path(node: &Node) -> String {
     let namespace = resource::namespace(node).unwrap_or("");
     let file = format!("{kind}_{name}.yaml");
     if namespace.is_empty() {
-        go_path_clean(&file)
+        clean_path(&file)
     } else {
-        go_path_clean(&format!("{namespace}/{file}"))
+        clean_path(&format!("{namespace}/{file}"))
     }
 }
 
-/// Go's `path.Clean` for relative paths built from names.
-fn go_path_clean(path: &str) -> String {
-    let rooted = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|last| *last != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    let joined = parts.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".to_owned(),
-        (false, false) => joined,
-    }
-}
 
 /// kyaml `determineAnnotationsFormat`.
 fn annotation_format(
@@ -540,7 +516,8 @@ fn reconcile_changed(
 
 #[cfg(test)]
 mod tests {
-    use super::{default_path, go_path_clean};
+    use super::default_path;
+    use crate::krm::resource::clean_path;
     use crate::yaml::node::{Node, tag};
 
     fn resource(kind: &str, name: &str, namespace: Option<&str>) -> Node {
@@ -566,7 +543,7 @@ mod tests {
             default_path(&resource("ConfigMap", "gen2", None)),
             "configmap_gen2.yaml"
         );
-        assert_eq!(go_path_clean("a/../../b"), "../b");
-        assert_eq!(go_path_clean("./x//y"), "x/y");
+        assert_eq!(clean_path("a/../../b"), "../b");
+        assert_eq!(clean_path("./x//y"), "x/y");
     }
 }

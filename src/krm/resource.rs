@@ -131,3 +131,32 @@ fn annotations_mut(resource: &mut Node) -> Option<&mut Node> {
     }
     annotations.is_mapping().then_some(annotations)
 }
+
+/// Go's `path.Clean` for slash-separated paths: the form kpt compares and
+/// stores path annotations in.
+pub fn clean_path(path: &str) -> String {
+    if path.is_empty() {
+        return ".".to_owned();
+    }
+    let rooted = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|last| *last != "..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push("..");
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_owned(),
+        (false, false) => joined,
+    }
+}
