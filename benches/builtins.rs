@@ -10,6 +10,8 @@
 //!
 //! Run: `cargo bench --bench builtins` (`KRENDER_BENCH_RESOURCES` resizes).
 
+#![allow(clippy::print_stdout)] // A bench reports on stdout.
+
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

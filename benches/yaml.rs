@@ -153,18 +153,36 @@ fn main() {
     let theirs = measure(runs, || {
         black_box(serde_yaml_round_trip(black_box(&text)));
     });
+    let documents_parsed = parse_documents(&text).expect("corpus parses");
+    let parse_only = measure(runs, || {
+        black_box(parse_documents(black_box(&text)).ok());
+    });
+    let emit_only = measure(runs, || {
+        let mut out = String::with_capacity(text.len());
+        let mut encoder = Encoder::new(&mut out);
+        for document in &documents_parsed {
+            encoder.encode(document);
+        }
+        black_box(out);
+    });
     let rate = |time: Duration| megabytes / time.as_secs_f64();
     println!(
         "corpus: {documents} documents, {megabytes:.2} MB, median of {runs} runs\n\
          | implementation                         | time (ms) |   MB/s | vs serde_yaml |\n\
          |----------------------------------------|----------:|-------:|--------------:|\n\
          | krender parse+emit (comments kept)     | {:9.1} | {:6.1} | {:12.2}x |\n\
-         | serde_yaml Value + to_string (lossy)   | {:9.1} | {:6.1} | {:12.2}x |",
+         | serde_yaml Value + to_string (lossy)   | {:9.1} | {:6.1} | {:12.2}x |\n\
+         | krender parse only                     | {:9.1} | {:6.1} |               |\n\
+         | krender emit only                      | {:9.1} | {:6.1} |               |",
         ours.as_secs_f64() * 1000.0,
         rate(ours),
         rate(ours) / rate(theirs),
         theirs.as_secs_f64() * 1000.0,
         rate(theirs),
         1.0,
+        parse_only.as_secs_f64() * 1000.0,
+        rate(parse_only),
+        emit_only.as_secs_f64() * 1000.0,
+        rate(emit_only),
     );
 }

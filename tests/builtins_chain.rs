@@ -100,3 +100,70 @@ fn all_not_found_reports_every_reason() {
         ))
     );
 }
+
+#[test]
+fn a_runaway_starlark_builtin_times_out() {
+    use krender::runtime::builtin::BuiltinEvaluator;
+    let input = b"apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items: []
+functionConfig:
+  apiVersion: fn.kpt.dev/v1alpha1
+  kind: StarlarkRun
+  metadata:
+    name: spin
+  source: |
+    for i in range(1000000000000):
+      pass
+";
+    let request = FunctionRequest {
+        target: FunctionTarget::Image("ghcr.io/kptdev/krm-functions-catalog/starlark:latest"),
+        input,
+        timeout: Duration::from_millis(200),
+    };
+    assert_eq!(
+        BuiltinEvaluator::default().evaluate(&request),
+        Err(EvalError::TimedOut(Duration::from_millis(200)))
+    );
+}
+
+#[test]
+fn unknown_images_are_not_found_by_the_builtins() {
+    use krender::runtime::builtin::BuiltinEvaluator;
+    let request = FunctionRequest {
+        target: FunctionTarget::Image("ghcr.io/kptdev/krm-functions-catalog/kubeconform:latest"),
+        input: b"",
+        timeout: Duration::from_secs(1),
+    };
+    assert!(matches!(
+        BuiltinEvaluator::default().evaluate(&request),
+        Err(EvalError::NotFound(_))
+    ));
+}
+
+#[test]
+fn render_toml_pins_a_tag_to_an_executable() {
+    use krender::runtime::chain::{ChainOptions, ImageEvaluator};
+    use krender::runtime::config::FunctionTable;
+    let table = FunctionTable::parse(
+        "[[function]]\nimage = \"set-namespace\"\nbuiltin = [\"*\"]\nexecutable = { \"v9\" = \"/bin/cat\" }\n",
+        std::path::Path::new("render.toml"),
+    );
+    let evaluator = ImageEvaluator::new(table, &ChainOptions::default());
+    let input = b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
+    let pinned = FunctionRequest {
+        target: FunctionTarget::Image("ghcr.io/kptdev/krm-functions-catalog/set-namespace:v9"),
+        input,
+        timeout: Duration::from_secs(5),
+    };
+    let response = evaluator.evaluate(&pinned);
+    assert_eq!(response.map(|r| r.stdout), Ok(input.to_vec()));
+    // Other tags still run in process: without a config the builtin fails
+    // the way the catalog image does.
+    let builtin = FunctionRequest {
+        target: FunctionTarget::Image("ghcr.io/kptdev/krm-functions-catalog/set-namespace:v1"),
+        ..pinned
+    };
+    let response = evaluator.evaluate(&builtin);
+    assert_eq!(response.map(|r| r.exit_code), Ok(1));
+}

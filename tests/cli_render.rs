@@ -212,3 +212,115 @@ fn results_dir_gets_a_function_result_list() {
     assert!(run.stderr.ends_with(&format!("For complete results, see {}\n", results.join("results.yaml").display())));
     let _ = run.stdout;
 }
+
+#[test]
+fn non_krm_input_fails_before_the_function_changes_anything() {
+    let run = render("non-krm", &["--allow-exec"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.ends_with("Error: input resource list must contain only KRM resources: non-krm.yaml: resource must have `apiVersion` \n"),
+        "{}",
+        run.stderr
+    );
+    run.unchanged_except(&["Kptfile"]);
+    assert!(run.file("Kptfile").contains(
+        "      message: |-\n        pkg.render: pkg .:\n        \tpipeline.run: input resource list must contain only KRM resources: non-krm.yaml: resource must have `apiVersion`\n"
+    ));
+    assert!(run.file("Kptfile").contains("        executionError: 'input resource list must contain only KRM resources: non-krm.yaml: resource must have `apiVersion`'\n"));
+}
+
+#[test]
+fn unreadable_subpackage_kptfile_fails_the_render() {
+    let run = render("sub-invalid-kptfile", &["--allow-exec"]);
+    assert_eq!(run.code, 1);
+    let db = run.pkg.join("db");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "Error: Kptfile at {:?} can't be read.\n\nDetails:\nyaml: line 5: mapping values are not allowed in this context \n",
+            db.display().to_string()
+        )
+    );
+    run.unchanged_except(&["Kptfile"]);
+    assert!(run.file("Kptfile").contains(
+        "      message: |-\n        pkg.render: pkg .:\n        \tpkg.Subpackages: pkg ./db: error reading Kptfile at \"./db\": yaml: line 5: mapping values are not allowed in this context\n"
+    ), "{}", run.file("Kptfile"));
+}
+
+#[test]
+fn selectors_limit_what_the_function_sees() {
+    let run = render("selectors", &["--allow-exec"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("[RUNNING] \"sed -e 's/foo/bar/'\" on 1 resource(s) on package \"selectors\"\n"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        run.file("cms.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: picked\ndata:\n  value: bar\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\ndata:\n  value: foo\n"
+    );
+    assert!(run.file("Kptfile").starts_with(
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: sed -e 's/foo/bar/'\n      selectors:\n        - kind: ConfigMap\n          name: picked\nstatus:\n"
+    ));
+}
+
+#[test]
+fn absolute_config_path_is_invalid_and_nothing_is_written() {
+    let run = render("config-path-absolute", &["--allow-exec"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "Kptfile is invalid:\nField: `pipeline.mutators[0].configPath`\nValue: \"/etc/config.yaml\"\nReason: path must be relative\n \n"
+    );
+    run.unchanged_except(&[]);
+}
+
+#[test]
+fn stdout_output_leaves_the_package_alone() {
+    let run = render("exec-sed", &["--allow-exec", "-o", "stdout"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.unchanged_except(&[]);
+    assert!(run.stdout.starts_with("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"), "{}", run.stdout);
+    assert!(run.stdout.contains("  data:\n    value: bar\n"), "{}", run.stdout);
+    assert!(!run.stderr.contains("Successfully executed"), "{}", run.stderr);
+}
+
+#[test]
+fn existing_output_directory_is_refused() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let pkg = temp.path().join("exec-sed");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render/exec-sed"), &pkg);
+    std::fs::create_dir(temp.path().join("out")).expect("mkdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "render", "exec-sed", "--allow-exec", "-o", "out"])
+        .current_dir(temp.path())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "Error: directory \"out\" already exists, please delete the directory and retry \n"
+    );
+}
+
+#[test]
+fn eval_runs_one_function_on_stdin() {
+    use std::io::Write as _;
+    let input = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n  data:\n    value: foo\n";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "eval", "-", "--allow-exec", "--exec", "sed -e s/foo/bar/", "--", "k=v"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "[RUNNING] \"sed -e s/foo/bar/\"\n[PASS] \"sed -e s/foo/bar/\" in 0s\n"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("    value: bar\n"));
+}

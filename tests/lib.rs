@@ -9,3 +9,6 @@ mod yaml_golden;
 mod yaml_parse;
 mod yaml_golden_identity;
 mod krm_wire;
+mod layering_cli;
+mod layering_conformance;
+mod layering_engine;

@@ -198,3 +198,31 @@ fn writer_orders_by_numeric_index_and_rejects_escaping_paths() {
     let error = render_files(&[make("x", None, "../out.yaml")]).unwrap_err();
     assert!(error.to_string().contains("../out.yaml"), "{error}");
 }
+
+#[test]
+fn read_errors_name_the_absolute_file_and_count_lines_per_piece() {
+    let dir = tempfile::tempdir().unwrap();
+    let abs = std::path::absolute(dir.path()).unwrap();
+    write(
+        dir.path(),
+        "bad.yaml",
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: ok\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: x\n",
+    );
+    let error = read_package(dir.path(), &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}: MalformedYAMLError: yaml: line 4: found character that cannot start any token",
+            abs.join("bad.yaml").display()
+        )
+    );
+    write(dir.path(), "bad.yaml", "a: 1\n----\nb: 2\n");
+    let error = read_package(dir.path(), &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}: invalid document separator: ----",
+            abs.join("bad.yaml").display()
+        )
+    );
+}

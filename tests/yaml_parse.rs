@@ -1,6 +1,8 @@
 //! Parser tests: node structure, comments, styles, tags and error messages
 //! of `krender::yaml::parse_document`, checked against go-yaml v3 behaviour.
 
+#![allow(clippy::print_stderr)]
+
 use krender::yaml::{Node, NodeKind, parse_document, parse_documents};
 
 /// A compact, stable rendering of a node tree for assertions.
@@ -654,4 +656,61 @@ fn kpt_differential_fixtures() {
         names.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+mod never_panics {
+    use krender::yaml::parse_documents;
+    use proptest::prelude::*;
+
+    /// Fragments that steer random input into the scanner's interesting
+    /// paths: indentation, indicators, comments, quotes, block headers.
+    const PIECES: &[&str] = &[
+        "\n", "  ", "    ", "\t", "- ", "-", "? ", ": ", ":", "a", "key", "1", "#", " # c",
+        "[", "]", "{", "}", ",", "&a ", "*a", "!!str ", "!t ", "!<x> ", "|", ">-", "|+2", "'",
+        "\"", "\\", "\\x4", "---", "...", "%YAML 1.1", "%TAG ! !x", "\u{85}", "\u{2028}", "é",
+        "😀", "\r\n", "<<", "~",
+    ];
+
+    fn yamlish() -> impl Strategy<Value = String> {
+        proptest::collection::vec(proptest::sample::select(PIECES), 0..40)
+            .prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+        #[test]
+        fn on_yaml_like_text(src in yamlish()) {
+            let _ = parse_documents(&src);
+        }
+
+        #[test]
+        fn on_arbitrary_text(src in any::<String>()) {
+            let _ = parse_documents(&src);
+        }
+
+        #[test]
+        fn on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let src = String::from_utf8_lossy(&bytes);
+            let _ = parse_documents(&src);
+        }
+    }
+}
+
+#[test]
+fn deep_nesting_is_bounded() {
+    let deep_flow = format!("{}{}", "[".repeat(9000), "]".repeat(9000));
+    assert!(parse_document(&deep_flow).is_ok());
+    let too_deep = "[".repeat(10001);
+    assert_eq!(
+        parse_document(&too_deep).map(|_| ()),
+        Err(krender::yaml::YamlError {
+            message: "yaml: exceeded max depth of 10000".to_owned(),
+            offset: 10000,
+            line: 1,
+            column: 10001,
+        })
+    );
+    let deep_block: String = (0..3000).map(|i| format!("{}- x{i}:\n", " ".repeat(i * 2))).collect();
+    assert!(parse_document(&deep_block).is_ok());
 }

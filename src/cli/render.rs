@@ -30,6 +30,18 @@ pub(super) fn absolute(path: &Path) -> PathBuf {
     clean
 }
 
+/// The package path kpt renders: absolute, with a symbolic link to the
+/// package resolved (kpt's `ResolveSymlink`).
+fn resolve_package_path(path: &Path) -> PathBuf {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    if is_link {
+        if let Ok(resolved) = std::fs::canonicalize(path) {
+            return resolved;
+        }
+    }
+    absolute(path)
+}
+
 pub(super) fn print_report(report: &Report, err: &mut dyn Write) {
     if let Some(text) = report.stderr_text() {
         let _ = err.write_all(text.as_bytes());
@@ -48,11 +60,12 @@ pub(super) fn output_mode(output: Option<&str>) -> Output {
 
 /// Runs `fn render` and returns the exit code.
 pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let root = absolute(args.pkg_path.as_deref().unwrap_or(Path::new(".")));
+    let root = resolve_package_path(args.pkg_path.as_deref().unwrap_or(Path::new(".")));
     let output = output_mode(args.output.as_deref());
-    if let Output::Dir(dir) = &output {
+    if let (Output::Dir(dir), Some(given)) = (&output, args.output.as_deref()) {
         if dir.exists() {
-            print_report(&Report::Error(format!("target directory {:?} already exists", dir.display().to_string())), err);
+            let message = format!("directory {given:?} already exists, please delete the directory and retry");
+            print_report(&Report::Error(message), err);
             return 1;
         }
     }

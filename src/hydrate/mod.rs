@@ -405,15 +405,11 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             if selective {
                 select::set_resource_ids(&mut input);
             }
-            let selected_ids: Vec<String> = input
+            let positions = select::select(&input, &function.selectors, &function.exclude);
+            let selected: Vec<Node> = positions.iter().filter_map(|&i| input.get(i).cloned()).collect();
+            let selected_ids: Vec<String> = selected
                 .iter()
-                .filter(|r| select::is_selected(r, &function.selectors, &function.exclude))
                 .map(|r| resource::annotation(r, select::RESOURCE_ID).unwrap_or("").to_owned())
-                .collect();
-            let selected: Vec<Node> = input
-                .iter()
-                .filter(|r| select::is_selected(r, &function.selectors, &function.exclude))
-                .cloned()
                 .collect();
             let before = self.fn_results.len();
             let count = selective.then_some(selected.len());
@@ -443,11 +439,8 @@ impl<'a, 'w> Hydrator<'a, 'w> {
     fn run_validators(&mut self, node: &PkgNode, input: &[Node], display: &str) -> Result<(), StepFailure> {
         let pkg = node.path.as_path();
         for function in &node.kptfile.pipeline.validators {
-            let selected: Vec<Node> = input
-                .iter()
-                .filter(|r| select::is_selected(r, &function.selectors, &function.exclude))
-                .cloned()
-                .collect();
+            let positions = select::select(input, &function.selectors, &function.exclude);
+            let selected: Vec<Node> = positions.iter().filter_map(|&i| input.get(i).cloned()).collect();
             let step = match self.prepare(function, pkg) {
                 Ok(step) => PreparedStep { mutator: false, ..step },
                 Err(message) => {

@@ -28,10 +28,39 @@ fn matches(node: &Node, selector: &Selector) -> bool {
         && map_matches(node, "annotations", &selector.annotations)
 }
 
+/// kpt's `Selector.IsEmpty`: only the identity fields count (a selector
+/// with nothing but labels or annotations is "empty").
+fn is_empty(selector: &Selector) -> bool {
+    selector.api_version.is_empty() && selector.kind.is_empty() && selector.name.is_empty() && selector.namespace.is_empty()
+}
+
+/// kpt's `SelectInput`: the positions of the resources a step sees. As in
+/// kpt, a resource matching several selectors is listed once per match,
+/// and exclusions that are "empty" (see [`is_empty`]) are ignored.
+pub fn select(input: &[Node], selectors: &[Selector], exclude: &[Selector]) -> Vec<usize> {
+    let mut selected = Vec::new();
+    for (index, node) in input.iter().enumerate() {
+        if selectors.is_empty() {
+            selected.push(index);
+        } else {
+            for selector in selectors {
+                if matches(node, selector) {
+                    selected.push(index);
+                }
+            }
+        }
+    }
+    selected.retain(|&index| {
+        input
+            .get(index)
+            .is_some_and(|node| !exclude.iter().any(|selector| !is_empty(selector) && matches(node, selector)))
+    });
+    selected
+}
+
 /// True when a step with these selectors and exclusions applies to `node`.
 pub fn is_selected(node: &Node, selectors: &[Selector], exclude: &[Selector]) -> bool {
-    let selected = selectors.is_empty() || selectors.iter().any(|selector| matches(node, selector));
-    selected && !exclude.iter().any(|selector| matches(node, selector))
+    !select(std::slice::from_ref(node), selectors, exclude).is_empty()
 }
 
 /// Gives every resource its position as the temporary id.

@@ -1,13 +1,183 @@
-//! Deckhand-style document layering and substitution (`krender layer render`).
+//! Deckhand-style document layering and substitution (`krender layer render`),
+//! per `../shared/spec/deckhand-layering.md`.
+//!
+//! Layering is a pure function over decoded documents: files are parsed with
+//! the YAML layer ([`crate::yaml`]), each document is converted into a plain
+//! [`Value`], [`render`] computes the rendered data, and the output documents
+//! are the input nodes with their `data` replaced, encoded back with the YAML
+//! layer. Nothing is written to stdout unless rendering succeeded.
+//!
+//! Modules: `document` (metadata and format checks), `parent` (parent
+//! selection, replacement rules), `actions` (merge/replace/delete), `path`
+//! (the JSONPath subset), `substitution`, `graph` (Kahn levels, cycles),
+//! `render` (orchestration, parallel levels), `value` (the value model) and
+//! `error` (one variant per Deckhand error class).
+
+pub mod actions;
+pub mod document;
+pub mod error;
+pub mod graph;
+pub mod parent;
+pub mod path;
+pub mod render;
+pub mod substitution;
+pub mod value;
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use document::InputDocument;
+pub use error::LayeringError;
+pub use render::{RenderedDocument, render};
+pub use value::Value;
+
+use crate::yaml::{Encoder, Node};
+
+/// A document read from a file: its YAML node (kept for output, so metadata
+/// is written back as it was read) and its decoded form.
+#[derive(Clone, Debug)]
+pub struct LoadedDocument {
+    /// The document's root node.
+    pub node: Node,
+    /// The decoded document.
+    pub input: InputDocument,
+}
 
 /// Runs `krender layer render PATH...`: renders the layered document set
 /// found in `paths` (files or directories), prints the concrete documents on
 /// `stdout` and diagnostics on `stderr`; returns the process exit code.
 pub fn render_command(paths: &[PathBuf], stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
-    let _ = (paths, stdout);
-    let _ = writeln!(stderr, "layering is not implemented yet");
-    1
+    match render_paths(paths) {
+        Ok(text) => match stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+        {
+            Ok(()) => 0,
+            // A closed pipe (`| head`) is not an error worth reporting.
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => 0,
+            Err(error) => {
+                let _ = writeln!(stderr, "error: writing output: {error}");
+                1
+            }
+        },
+        Err(error) => {
+            let _ = writeln!(stderr, "{}", format_error(&error));
+            1
+        }
+    }
+}
+
+/// The text `krender layer render` prints for an error: `error[Class]: ...`
+/// (the Deckhand class name first, so scripts can match it), then the help.
+pub fn format_error(error: &LayeringError) -> String {
+    use miette::Diagnostic;
+    let mut text = format!("error[{}]: {error}", error.class());
+    if let Some(help) = error.help() {
+        text.push_str(&format!("\n  help: {help}"));
+    }
+    text
+}
+
+/// Loads, renders and encodes the document set in `paths`; returns the
+/// multi-document YAML to print.
+pub fn render_paths(paths: &[PathBuf]) -> Result<String, LayeringError> {
+    let loaded = load_paths(paths)?;
+    let inputs: Vec<InputDocument> = loaded.iter().map(|l| l.input.clone()).collect();
+    let rendered = render(&inputs)?;
+    Ok(encode_output(&loaded, &rendered))
+}
+
+/// Encodes the rendered documents: each is its input node with `data` set to
+/// the rendered value.
+pub fn encode_output(loaded: &[LoadedDocument], rendered: &[RenderedDocument]) -> String {
+    let mut out = String::new();
+    let mut encoder = Encoder::new(&mut out);
+    for document in rendered {
+        let Some(source) = loaded.get(document.input) else {
+            continue;
+        };
+        let mut node = source.node.clone();
+        node.set("data", document.data.to_node());
+        encoder.encode(&node);
+    }
+    out
+}
+
+/// Reads every file in `paths` (directories are walked recursively for
+/// `.yaml`/`.yml` files, in sorted order) and decodes its documents.
+/// Empty documents are skipped.
+pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<LoadedDocument>, LayeringError> {
+    let mut files = Vec::new();
+    for path in paths {
+        collect_files(path, &mut files)?;
+    }
+    let mut loaded = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).map_err(|error| LayeringError::Read {
+            path: file.display().to_string(),
+            message: error.to_string(),
+        })?;
+        let display: Arc<str> = Arc::from(file.display().to_string());
+        loaded.extend(load_text(&text, &display)?);
+    }
+    Ok(loaded)
+}
+
+/// Decodes the documents of one file's text.
+pub fn load_text(text: &str, file: &Arc<str>) -> Result<Vec<LoadedDocument>, LayeringError> {
+    let documents = crate::yaml::parse_documents(text).map_err(|error| LayeringError::Yaml {
+        path: file.to_string(),
+        message: error.to_string(),
+    })?;
+    Ok(documents
+        .into_iter()
+        .filter_map(|document| {
+            let root = document.root().clone();
+            let body = Value::from_node(&root);
+            if body.is_null() {
+                return None;
+            }
+            Some(LoadedDocument {
+                input: InputDocument {
+                    body,
+                    file: file.clone(),
+                    line: root.line,
+                },
+                node: root,
+            })
+        })
+        .collect())
+}
+
+fn collect_files(path: &Path, files: &mut Vec<PathBuf>) -> Result<(), LayeringError> {
+    let metadata = std::fs::metadata(path).map_err(|error| LayeringError::Read {
+        path: path.display().to_string(),
+        message: error.to_string(),
+    })?;
+    if !metadata.is_dir() {
+        files.push(path.to_owned());
+        return Ok(());
+    }
+    let read_error = |error: std::io::Error| LayeringError::Read {
+        path: path.display().to_string(),
+        message: error.to_string(),
+    };
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(read_error)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(read_error)?;
+    entries.sort();
+    for entry in entries {
+        if entry.is_dir() {
+            collect_files(&entry, files)?;
+        } else if entry
+            .extension()
+            .is_some_and(|ext| ext == "yaml" || ext == "yml")
+        {
+            files.push(entry);
+        }
+    }
+    Ok(())
 }

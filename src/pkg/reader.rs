@@ -113,6 +113,13 @@ pub fn is_package_file(name: &str) -> bool {
 /// Reads every resource of the package rooted at `dir`. Subdirectories that
 /// contain a `Kptfile` are subpackages and are skipped.
 pub fn read_package(dir: &Path, options: &ReadOptions) -> Result<PackageRead, ReadError> {
+    // kyaml names files by their cleaned absolute path in errors (without
+    // resolving symlinks), whatever form the caller gave.
+    let absolute = std::path::absolute(dir).map_err(|error| ReadError::Io {
+        path: dir.to_path_buf(),
+        message: error.to_string(),
+    })?;
+    let dir = absolute.as_path();
     let ignore = KrmIgnore::load(dir)?;
     let mut files = Vec::new();
     list_files(dir, dir, &ignore, &mut files)?;

@@ -127,10 +127,10 @@ impl FunctionEntry {
             if let Some(path) = self.executable.get(wanted) {
                 return Some(Route::Executable(path.clone()));
             }
-            if self.builtin.iter().any(|t| t == wanted) {
-                if let Some(builtin) = Builtin::from_name(self.short_name()) {
-                    return Some(Route::Builtin(builtin));
-                }
+            if self.builtin.iter().any(|t| t == wanted)
+                && let Some(builtin) = Builtin::from_name(self.short_name())
+            {
+                return Some(Route::Builtin(builtin));
             }
             if self.container.iter().any(|t| t == wanted) {
                 return Some(Route::Container {

@@ -40,6 +40,12 @@ fn is_null_document(doc: &Node) -> bool {
     doc.kind == NodeKind::Document && doc.content.first().is_some_and(|root| root.tag == tag::NULL)
 }
 
+/// A collection under construction, with its pending mapping key.
+struct Frame {
+    node: Node,
+    key: Option<Node>,
+}
+
 /// go-yaml's `parser` struct: an event source with one event of lookahead
 /// and the set of anchors seen so far (aliases must refer back to one).
 struct Composer<'a> {
@@ -91,20 +97,54 @@ impl<'a> Composer<'a> {
         }
     }
 
+    /// Parses one node (a document or a node inside one). Collections are
+    /// built with an explicit stack rather than recursion, so that nesting
+    /// up to go-yaml's limit of 10000 levels cannot overflow the stack.
     fn parse(&mut self) -> Result<Node, RawError> {
-        let kind = self.peek_kind()?;
-        match kind {
-            Some(EventKind::Scalar) => self.scalar(),
-            Some(EventKind::Alias) => self.alias(),
-            Some(EventKind::MappingStart) => self.mapping(),
-            Some(EventKind::SequenceStart) => self.sequence(),
-            Some(EventKind::DocumentStart) => self.document(),
-            _ => {
-                let event = self.take()?;
-                Err(RawError::composer(
-                    format!("unexpected event {:?}", event.kind),
-                    event.start,
-                ))
+        if self.peek_kind()? == Some(EventKind::DocumentStart) {
+            return self.document();
+        }
+        let mut stack: Vec<Frame> = Vec::new();
+        loop {
+            let mut finished = None;
+            if let Some(top) = stack.last() {
+                let end_kind = if top.node.kind == NodeKind::Mapping {
+                    EventKind::MappingEnd
+                } else {
+                    EventKind::SequenceEnd
+                };
+                match self.peek_kind()? {
+                    None => return Err(unexpected_end()),
+                    Some(kind) if kind == end_kind => {
+                        if let Some(frame) = stack.pop() {
+                            finished = Some(self.finish_collection(frame.node)?);
+                        }
+                    }
+                    Some(_) => {}
+                }
+            }
+            let node = match finished {
+                Some(node) => node,
+                None => match self.peek_kind()? {
+                    Some(EventKind::Scalar) => self.scalar()?,
+                    Some(EventKind::Alias) => self.alias()?,
+                    Some(EventKind::MappingStart) | Some(EventKind::SequenceStart) => {
+                        let node = self.start_collection()?;
+                        stack.push(Frame { node, key: None });
+                        continue;
+                    }
+                    _ => {
+                        let event = self.take()?;
+                        return Err(RawError::composer(
+                            format!("unexpected event {:?}", event.kind),
+                            event.start,
+                        ));
+                    }
+                },
+            };
+            match stack.last_mut() {
+                None => return Ok(node),
+                Some(frame) => self.attach(frame, node)?,
             }
         }
     }
@@ -157,65 +197,68 @@ impl<'a> Composer<'a> {
         Ok(node)
     }
 
-    fn sequence(&mut self) -> Result<Node, RawError> {
+    fn start_collection(&mut self) -> Result<Node, RawError> {
         let mut event = self.take()?;
-        let mut node = new_node(NodeKind::Sequence, tag::SEQ, &mut event);
+        let mut node = if event.kind == EventKind::MappingStart {
+            new_node(NodeKind::Mapping, tag::MAP, &mut event)
+        } else {
+            new_node(NodeKind::Sequence, tag::SEQ, &mut event)
+        };
         if event.flow {
             node.style.insert(Style::FLOW);
         }
         self.anchor(&mut node, event.anchor);
-        while self.peek_kind()? != Some(EventKind::SequenceEnd) {
-            if self.peek_kind()?.is_none() {
-                return Err(unexpected_end());
-            }
-            let child = self.parse()?;
-            node.content.push(child);
-        }
-        let end = self.take()?;
-        node.line_comment = end.line_comment;
-        node.foot_comment = end.foot_comment;
         Ok(node)
     }
 
-    fn mapping(&mut self) -> Result<Node, RawError> {
-        let mut event = self.take()?;
-        let mut node = new_node(NodeKind::Mapping, tag::MAP, &mut event);
-        let block = !event.flow;
-        if event.flow {
-            node.style.insert(Style::FLOW);
+    /// Adds a finished child to the collection being built, applying
+    /// go-yaml's foot-comment moves for block mappings.
+    fn attach(&mut self, frame: &mut Frame, mut child: Node) -> Result<(), RawError> {
+        if frame.node.kind == NodeKind::Sequence {
+            frame.node.content.push(child);
+            return Ok(());
         }
-        self.anchor(&mut node, event.anchor);
-        while self.peek_kind()? != Some(EventKind::MappingEnd) {
-            if self.peek_kind()?.is_none() {
-                return Err(unexpected_end());
-            }
-            let mut key = self.parse()?;
-            if block && !key.foot_comment.is_empty() {
-                // A foot comment arriving with a key belongs to the prior
-                // value's key when being dedented.
-                let n = node.content.len();
-                if n >= 2 {
-                    node.content[n - 2].foot_comment = std::mem::take(&mut key.foot_comment);
+        let block = !frame.node.style.contains(Style::FLOW);
+        match frame.key.take() {
+            None => {
+                if block && !child.foot_comment.is_empty() {
+                    // A foot comment arriving with a key belongs to the
+                    // prior value's key (it was dedented below it).
+                    let n = frame.node.content.len();
+                    if n >= 2 {
+                        frame.node.content[n - 2].foot_comment =
+                            std::mem::take(&mut child.foot_comment);
+                    }
                 }
+                frame.key = Some(child);
             }
-            let mut value = self.parse()?;
-            if key.foot_comment.is_empty() && !value.foot_comment.is_empty() {
-                key.foot_comment = std::mem::take(&mut value.foot_comment);
-            }
-            if self.peek_kind()? == Some(EventKind::TailComment) {
-                let tail = self.take()?;
-                if key.foot_comment.is_empty() {
-                    key.foot_comment = tail.foot_comment;
+            Some(mut key) => {
+                if key.foot_comment.is_empty() && !child.foot_comment.is_empty() {
+                    key.foot_comment = std::mem::take(&mut child.foot_comment);
                 }
+                if self.peek_kind()? == Some(EventKind::TailComment) {
+                    let tail = self.take()?;
+                    if key.foot_comment.is_empty() {
+                        key.foot_comment = tail.foot_comment;
+                    }
+                }
+                frame.node.content.push(key);
+                frame.node.content.push(child);
             }
-            node.content.push(key);
-            node.content.push(value);
         }
+        Ok(())
+    }
+
+    fn finish_collection(&mut self, mut node: Node) -> Result<Node, RawError> {
         let end = self.take()?;
         node.line_comment = end.line_comment;
         node.foot_comment = end.foot_comment;
-        if !node.style.contains(Style::FLOW) && !node.foot_comment.is_empty() && node.content.len() > 1
+        if node.kind == NodeKind::Mapping
+            && !node.style.contains(Style::FLOW)
+            && !node.foot_comment.is_empty()
+            && node.content.len() > 1
         {
+            // A block mapping's own foot comment goes to its last key.
             let n = node.content.len();
             node.content[n - 2].foot_comment = std::mem::take(&mut node.foot_comment);
         }

@@ -957,6 +957,20 @@ impl<'e> Emitter<'_, 'e> {
         if !bytes.is_empty() && !self.whitespace {
             self.put(' ');
         }
+        if !bytes.iter().any(|&b| b == b'\n' || b == b'\r' || b >= 0x80) {
+            // Fast path: with unlimited width and no line breaks, go-yaml's
+            // loop copies the text unchanged.
+            self.out.push_str(value);
+            self.column += bytes.len();
+            if !bytes.is_empty() {
+                self.whitespace = false;
+            }
+            self.indention = false;
+            if self.root_context {
+                self.open_ended = true;
+            }
+            return;
+        }
         let mut spaces = false;
         let mut breaks = false;
         let mut i = 0;
@@ -1106,7 +1120,21 @@ impl<'e> Emitter<'_, 'e> {
                 }
                 spaces = true;
             } else {
-                self.write(value, &mut i);
+                // Copy the run of plain printable ASCII in one go.
+                let start = i;
+                while i < bytes.len()
+                    && (0x21..=0x7E).contains(&bytes[i])
+                    && bytes[i] != b'"'
+                    && bytes[i] != b'\\'
+                {
+                    i += 1;
+                }
+                if i == start {
+                    self.write(value, &mut i);
+                } else {
+                    self.out.push_str(&value[start..i]);
+                    self.column += i - start;
+                }
                 spaces = false;
             }
         }

@@ -47,6 +47,9 @@ pub struct Encoder<'a> {
     out: &'a mut String,
     seq_indent: SeqIndent,
     stream: StreamState,
+    /// Event count of the previous document: documents in one stream tend
+    /// to be alike, so this avoids regrowing the event buffer.
+    events_hint: usize,
 }
 
 impl<'a> Encoder<'a> {
@@ -56,6 +59,7 @@ impl<'a> Encoder<'a> {
             out,
             seq_indent: SeqIndent::Compact,
             stream: StreamState::default(),
+            events_hint: 64,
         }
     }
 
@@ -67,7 +71,7 @@ impl<'a> Encoder<'a> {
     /// Writes one document. A non-document node is wrapped in an implicit
     /// document without comments.
     pub fn encode(&mut self, node: &Node) {
-        let mut events = Vec::with_capacity(64);
+        let mut events = Vec::with_capacity(self.events_hint);
         if node.kind == NodeKind::Document {
             let mut start = Event::new(EventKind::DocumentStart);
             start.head_comment = &node.head_comment;
@@ -88,6 +92,7 @@ impl<'a> Encoder<'a> {
             push_node(&mut events, node, "", false);
             events.push(Event::new(EventKind::DocumentEnd));
         }
+        self.events_hint = events.len().max(16);
         emit_document(
             self.out,
             &mut self.stream,

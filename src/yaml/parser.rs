@@ -203,10 +203,10 @@ impl<'a> Parser<'a> {
     }
 
     fn skip_token(&mut self) {
-        if let Ok(token) = self.scanner.peek() {
-            if token.kind == TokenKind::StreamEnd {
-                self.stream_end_produced = true;
-            }
+        if let Ok(token) = self.scanner.peek()
+            && token.kind == TokenKind::StreamEnd
+        {
+            self.stream_end_produced = true;
         }
         self.scanner.skip_token();
     }

@@ -14,8 +14,6 @@
 //! the byte `offset` for diagnostics. The input is a `&str`; scanning never
 //! panics: reads past the end see NUL, as libyaml's padded buffer does.
 
-use std::collections::HashMap;
-
 use super::error::RawError;
 
 /// A position in the input: go-yaml's 0-based character index, line and
@@ -118,6 +116,49 @@ struct SimpleKey {
     mark: Mark,
 }
 
+/// go-yaml's `simple_keys_by_tok` map (token number → simple-key stack
+/// index), including its stale entries, which decide how far the scanner
+/// looks ahead. Token numbers only grow and the parser only asks for the
+/// token it is at, so entries behind it are dropped; the rest is a handful.
+#[derive(Default)]
+struct KeysByToken {
+    entries: std::collections::VecDeque<(usize, usize)>,
+}
+
+impl KeysByToken {
+    fn get(&mut self, token_number: usize) -> Option<usize> {
+        while self
+            .entries
+            .front()
+            .is_some_and(|&(number, _)| number < token_number)
+        {
+            self.entries.pop_front();
+        }
+        self.entries
+            .iter()
+            .find(|&&(number, _)| number == token_number)
+            .map(|&(_, index)| index)
+    }
+
+    fn insert(&mut self, token_number: usize, index: usize) {
+        match self.entries.iter_mut().find(|(number, _)| *number == token_number) {
+            Some(entry) => entry.1 = index,
+            None => {
+                let at = self
+                    .entries
+                    .iter()
+                    .position(|&(number, _)| number > token_number)
+                    .unwrap_or(self.entries.len());
+                self.entries.insert(at, (token_number, index));
+            }
+        }
+    }
+
+    fn remove(&mut self, token_number: usize) {
+        self.entries.retain(|&(number, _)| number != token_number);
+    }
+}
+
 /// Nesting limits, as in go-yaml (they bound memory on hostile input).
 const MAX_FLOW_LEVEL: usize = 10000;
 const MAX_INDENTS: usize = 10000;
@@ -144,7 +185,7 @@ pub(crate) struct Scanner<'a> {
     indents: Vec<i64>,
     simple_key_allowed: bool,
     simple_keys: Vec<SimpleKey>,
-    simple_keys_by_tok: HashMap<usize, usize>,
+    simple_keys_by_tok: KeysByToken,
     flow_level: usize,
     /// Line breaks seen since the last non-blank character.
     newlines: i64,
@@ -213,7 +254,7 @@ impl<'a> Scanner<'a> {
             indents: Vec::new(),
             simple_key_allowed: false,
             simple_keys: Vec::new(),
-            simple_keys_by_tok: HashMap::new(),
+            simple_keys_by_tok: KeysByToken::default(),
             flow_level: 0,
             newlines: 0,
             comments: Vec::new(),
@@ -224,9 +265,14 @@ impl<'a> Scanner<'a> {
 
     /// Checks the whole input for characters go-yaml's reader rejects.
     pub(crate) fn check_input(src: &str) -> Result<(), RawError> {
-        // Fast path: plain ASCII text without controls is the common case.
-        for (offset, c) in src.char_indices() {
-            if !is_allowed_char(c) && !(offset == 0 && c == '\u{FEFF}') {
+        // Fast path: printable ASCII, TAB, LF and CR are always allowed.
+        let plain = |b: &u8| matches!(b, b' '..=b'~' | b'\t' | b'\n' | b'\r');
+        let Some(first_other) = src.bytes().position(|b| !plain(&b)) else {
+            return Ok(());
+        };
+        let start = src[..first_other].len();
+        for (offset, c) in src[start..].char_indices().map(|(i, c)| (i + start, c)) {
+            if !is_allowed_char(c) {
                 let line = src[..offset].bytes().filter(|&b| b == b'\n').count();
                 let line_start = src[..offset].rfind('\n').map_or(0, |i| i + 1);
                 let column = src[line_start..offset].chars().count();
@@ -309,6 +355,21 @@ impl<'a> Scanner<'a> {
             self.newlines += 1;
         }
         self.mark.offset = self.pos.min(self.buf.len());
+    }
+
+    /// Moves over the bytes `pos..end` (whole characters, no line breaks),
+    /// counting characters as go-yaml's marks do.
+    #[inline]
+    fn advance_to(&mut self, end: usize) {
+        let run = self.buf.get(self.pos..end).unwrap_or(&[]);
+        let chars = run.iter().filter(|&&b| b & 0xC0 != 0x80).count() as i64;
+        if run.iter().any(|&b| b != b' ' && b != b'\t') {
+            self.newlines = 0;
+        }
+        self.mark.index += chars;
+        self.mark.column += chars;
+        self.pos = end;
+        self.mark.offset = end.min(self.buf.len());
     }
 
     /// Appends the current character to `s` and advances.
@@ -421,9 +482,9 @@ impl<'a> Scanner<'a> {
             // go-yaml keeps two tokens of lookahead so that foot comments can
             // still be attached to the tokens before them.
             if self.head + 2 < self.tokens.len() {
-                match self.simple_keys_by_tok.get(&self.tokens_parsed) {
+                match self.simple_keys_by_tok.get(self.tokens_parsed) {
                     None => break,
-                    Some(&index) => {
+                    Some(index) => {
                         if !self.simple_key_is_valid(index)? {
                             break;
                         }
@@ -466,11 +527,11 @@ impl<'a> Scanner<'a> {
         }
 
         let mut comment_mark = self.mark;
-        if let Some(last) = self.tokens.last() {
-            if (self.flow_level == 0 && c == b':') || (self.flow_level > 0 && c == b',') {
-                // Comments after ':' or ',' belong with the token before.
-                comment_mark = last.start;
-            }
+        if let Some(last) = self.tokens.last()
+            && ((self.flow_level == 0 && c == b':') || (self.flow_level > 0 && c == b','))
+        {
+            // Comments after ':' or ',' belong with the token before.
+            comment_mark = last.start;
         }
 
         self.fetch_token_at(c)?;
@@ -593,7 +654,7 @@ impl<'a> Scanner<'a> {
             }
             let last = self.simple_keys.len() - 1;
             self.simple_keys[last].possible = false;
-            self.simple_keys_by_tok.remove(&key.token_number);
+            self.simple_keys_by_tok.remove(key.token_number);
         }
         Ok(())
     }
@@ -617,7 +678,7 @@ impl<'a> Scanner<'a> {
         if self.flow_level > 0 {
             self.flow_level -= 1;
             if let Some(key) = self.simple_keys.pop() {
-                self.simple_keys_by_tok.remove(&key.token_number);
+                self.simple_keys_by_tok.remove(key.token_number);
             }
         }
     }
@@ -806,7 +867,7 @@ impl<'a> Scanner<'a> {
                 key.mark,
             )?;
             self.simple_keys[last].possible = false;
-            self.simple_keys_by_tok.remove(&key.token_number);
+            self.simple_keys_by_tok.remove(key.token_number);
             self.simple_key_allowed = false;
         } else {
             if self.flow_level == 0 {
@@ -894,16 +955,17 @@ impl<'a> Scanner<'a> {
                 let kind_b = self.tokens[n - 1].kind;
                 let at_break = self.is_break_at(0);
                 let mark = self.mark;
-                if let Some(comment) = self.comments.last_mut() {
-                    if kind_a == TokenKind::BlockSequenceStart
-                        && kind_b == TokenKind::BlockEntry
-                        && !comment.line.is_empty()
-                        && !at_break
-                    {
-                        comment.head = std::mem::take(&mut comment.line);
-                        if comment.start_mark.line == mark.line - 1 {
-                            comment.token_mark = mark;
-                        }
+                if let Some(comment) = self.comments.last_mut()
+                    && kind_a == TokenKind::BlockSequenceStart
+                    && kind_b == TokenKind::BlockEntry
+                    && !comment.line.is_empty()
+                    && !at_break
+                {
+                    // If it was on the line before, it heads what follows;
+                    // otherwise it stays in place, heading the entry.
+                    comment.head = std::mem::take(&mut comment.line);
+                    if comment.start_mark.line == mark.line - 1 {
+                        comment.token_mark = mark;
                     }
                 }
             }
@@ -1481,9 +1543,21 @@ impl<'a> Scanner<'a> {
             leading_blank = self.is_blank_at(0);
 
             let line_start = self.pos;
-            while !self.is_breakz_at(0) {
-                self.skip_char_fast();
+            let rest = self.buf.get(line_start..).unwrap_or(&[]);
+            let mut line_end = line_start;
+            for (i, &b) in rest.iter().enumerate() {
+                let at_break = match b {
+                    0 | b'\r' | b'\n' => true,
+                    0xC2 => rest.get(i + 1) == Some(&0x85),
+                    0xE2 => rest.get(i + 1) == Some(&0x80) && matches!(rest.get(i + 2), Some(0xA8 | 0xA9)),
+                    _ => false,
+                };
+                if at_break {
+                    break;
+                }
+                line_end = line_start + i + 1;
             }
+            self.advance_to(line_end);
             if let Some(text) = self.src.get(line_start..self.pos) {
                 s.push_str(text);
             }
@@ -1507,13 +1581,6 @@ impl<'a> Scanner<'a> {
             ScalarStyle::Folded
         };
         Ok(token)
-    }
-
-    /// `skip` for a character that is known not to be a line break, used in
-    /// hot loops that copy whole slices afterwards.
-    #[inline]
-    fn skip_char_fast(&mut self) {
-        self.skip();
     }
 
     fn scan_block_scalar_breaks(
@@ -1581,9 +1648,8 @@ impl<'a> Scanner<'a> {
                     s.push('\'');
                     self.skip();
                     self.skip();
-                } else if single && c == b'\'' {
-                    break;
-                } else if !single && c == b'"' {
+                } else if (single && c == b'\'') || (!single && c == b'"') {
+                    // The closing quote.
                     break;
                 } else if !single && c == b'\\' && self.is_break_at(1) {
                     self.skip();
@@ -1751,7 +1817,29 @@ impl<'a> Scanner<'a> {
                         whitespaces.clear();
                     }
                 }
-                self.read(&mut s);
+                // Copy a run of ordinary ASCII characters at once; anything
+                // else (':', flow indicators, non-ASCII) goes one by one.
+                let rest = self.buf.get(self.pos..).unwrap_or(&[]);
+                let run = rest
+                    .iter()
+                    .skip(1)
+                    .take_while(|&&b| {
+                        b > b' '
+                            && b < 0x7F
+                            && b != b':'
+                            && !(self.flow_level > 0
+                                && matches!(b, b',' | b'?' | b'[' | b']' | b'{' | b'}'))
+                    })
+                    .count();
+                if c < 0x80 && run > 0 {
+                    let start = self.pos;
+                    self.advance_to(start + 1 + run);
+                    if let Some(text) = self.src.get(start..self.pos) {
+                        s.push_str(text);
+                    }
+                } else {
+                    self.read(&mut s);
+                }
                 end = self.mark;
             }
 
@@ -1791,5 +1879,94 @@ impl<'a> Scanner<'a> {
             self.simple_key_allowed = true;
         }
         Ok(token)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Scanner, TokenKind};
+
+    fn kinds(src: &str) -> Vec<TokenKind> {
+        let mut scanner = Scanner::new(src);
+        let mut out = Vec::new();
+        loop {
+            let Ok(token) = scanner.peek() else { break };
+            let kind = token.kind;
+            out.push(kind);
+            scanner.skip_token();
+            if kind == TokenKind::StreamEnd {
+                break;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn simple_keys_become_key_tokens_with_mapping_start() {
+        use TokenKind::*;
+        assert_eq!(
+            kinds("a: 1\nb:\n- x\n"),
+            vec![
+                StreamStart,
+                BlockMappingStart,
+                Key,
+                Scalar,
+                Value,
+                Scalar,
+                Key,
+                Scalar,
+                Value,
+                BlockEntry,
+                Scalar,
+                BlockEnd,
+                StreamEnd
+            ]
+        );
+    }
+
+    #[test]
+    fn comments_are_queued_not_tokens() {
+        let mut scanner = Scanner::new("# head\na: 1 # line\n# foot\n");
+        while scanner
+            .peek()
+            .map(|t| t.kind != TokenKind::StreamEnd)
+            .unwrap_or(false)
+        {
+            scanner.skip_token();
+        }
+        let texts: Vec<(&str, &str, &str)> = scanner
+            .comments
+            .iter()
+            .map(|c| (c.head.as_str(), c.line.as_str(), c.foot.as_str()))
+            .collect();
+        assert_eq!(
+            texts,
+            vec![("# head", "", ""), ("", "# line", ""), ("", "", "# foot")]
+        );
+    }
+
+    #[test]
+    fn plain_scalars_fold_and_quoted_scalars_unescape() {
+        let mut scanner = Scanner::new("a: one\n  two\n\n  three\nb: \"x\\ty\\u00e9\"\nc: 'it''s'\n");
+        let mut values = Vec::new();
+        loop {
+            let Ok(token) = scanner.peek() else { break };
+            if token.kind == TokenKind::StreamEnd {
+                break;
+            }
+            if token.kind == TokenKind::Scalar {
+                values.push(token.value.clone());
+            }
+            scanner.skip_token();
+        }
+        assert_eq!(values, vec!["a", "one two\nthree", "b", "x\ty\u{e9}", "c", "it's"]);
+    }
+
+    #[test]
+    fn control_characters_are_rejected_with_a_position() {
+        let error = Scanner::check_input("a: b\nc: \u{7}\n").unwrap_err();
+        assert_eq!(error.problem, "control characters are not allowed");
+        assert_eq!((error.problem_mark.line, error.problem_mark.column), (1, 3));
+        assert!(Scanner::check_input("tab\tNEL\u{85}\u{FEFF}é😀\r\n").is_ok());
     }
 }

@@ -17,6 +17,7 @@ pub(crate) mod apply_setters;
 pub(crate) mod sdk;
 pub(crate) mod search_replace;
 pub(crate) mod set_annotations;
+pub(crate) mod set_image;
 pub(crate) mod set_labels;
 pub(crate) mod set_namespace;
 pub(crate) mod starlark;
@@ -50,11 +51,13 @@ pub enum Builtin {
     NoOp,
     /// `drop-comments`
     DropComments,
+    /// `set-image`
+    SetImage,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 9] = [
+    pub const ALL: [Builtin; 10] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -64,6 +67,7 @@ impl Builtin {
         Builtin::ApplySetters,
         Builtin::NoOp,
         Builtin::DropComments,
+        Builtin::SetImage,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -78,6 +82,7 @@ impl Builtin {
             Builtin::ApplySetters => "apply-setters",
             Builtin::NoOp => "no-op",
             Builtin::DropComments => "drop-comments",
+            Builtin::SetImage => "set-image",
         }
     }
 
@@ -122,6 +127,7 @@ impl Builtin {
             Builtin::SearchReplace => search_replace::run(input),
             Builtin::ApplyReplacements => apply_replacements::run(input),
             Builtin::ApplySetters => apply_setters::run(input),
+            Builtin::SetImage => set_image::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).

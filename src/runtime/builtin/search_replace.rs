@@ -252,8 +252,7 @@ fn walk(node: &mut Node, config: &Config, path: &mut String, matches: &mut Vec<(
             let value_matches = config.value_matches(&node.value);
             let path_matches = config.path_matches(path);
             let no_value_matcher = config.by_value.is_none() && config.by_value_regex.is_none();
-            let matched = (value_matches && path_matches)
-                || (value_matches && config.by_path.is_empty())
+            let matched = (value_matches && (path_matches || config.by_path.is_empty()))
                 || (path_matches && no_value_matcher);
             if !matched {
                 return;

@@ -255,12 +255,12 @@ fn set_at(
 /// and tag change); a new value is double-quoted when YAML 1.1 would read it
 /// as a non-string.
 fn set_entry(map: &mut Node, key: &str, value: &str) {
-    if let Some(existing) = map.get_mut(key) {
-        if existing.is_scalar() {
-            existing.value = value.to_owned();
-            existing.tag = tag::STR.to_owned();
-            return;
-        }
+    if let Some(existing) = map.get_mut(key)
+        && existing.is_scalar()
+    {
+        existing.value = value.to_owned();
+        existing.tag = tag::STR.to_owned();
+        return;
     }
     let mut node = Node::new_string(value);
     if is_yaml11_non_string(value) {

@@ -144,21 +144,21 @@ fn apply(item: &mut Node, labels: &BTreeMap<String, String>) -> usize {
     let Some(spec) = item.get_mut("spec").filter(|spec| spec.is_mapping()) else {
         return count;
     };
-    if rc || workload || job {
-        if let Some(template) = spec.get_mut("template").filter(|t| t.is_mapping()) {
-            count += template_labels(template, labels);
-        }
+    if (rc || workload || job)
+        && let Some(template) = spec.get_mut("template").filter(|t| t.is_mapping())
+    {
+        count += template_labels(template, labels);
     }
-    if gvk.is("batch", "", "CronJob") {
-        if let Some(job_template) = spec.get_mut("jobTemplate").filter(|t| t.is_mapping()) {
-            set_at(job_template, &["metadata", "labels"], labels, true);
+    if gvk.is("batch", "", "CronJob")
+        && let Some(job_template) = spec.get_mut("jobTemplate").filter(|t| t.is_mapping())
+    {
+        set_at(job_template, &["metadata", "labels"], labels, true);
+        count += n;
+        if let Some(job_spec) = job_template.get_mut("spec").filter(|s| s.is_mapping()) {
+            set_at(job_spec, &["selector", "matchLabels"], labels, false);
             count += n;
-            if let Some(job_spec) = job_template.get_mut("spec").filter(|s| s.is_mapping()) {
-                set_at(job_spec, &["selector", "matchLabels"], labels, false);
-                count += n;
-                if let Some(template) = job_spec.get_mut("template").filter(|t| t.is_mapping()) {
-                    count += template_labels(template, labels);
-                }
+            if let Some(template) = job_spec.get_mut("template").filter(|t| t.is_mapping()) {
+                count += template_labels(template, labels);
             }
         }
     }
@@ -223,11 +223,10 @@ fn set_at(node: &mut Node, path: &[&str], labels: &BTreeMap<String, String>, cre
     }
     for (key, value) in labels {
         match current.get_mut(key) {
-            Some(existing) => {
-                if !(existing.is_scalar() && existing.value == *value) {
-                    replace_with_string(existing, value);
-                }
+            Some(existing) if !(existing.is_scalar() && existing.value == *value) => {
+                replace_with_string(existing, value);
             }
+            Some(_) => {}
             None if create => current.set(key, Node::new_string(value.as_str())),
             None => {}
         }

@@ -311,13 +311,13 @@ impl Changes<'_> {
         } else {
             current
         };
-        if let Some(matcher) = &self.config.matcher {
-            if origin == matcher {
-                self.origin_results.push(FnResult::info(format!(
-                    "[{}] has matching origin {origin}",
-                    item_label()
-                )));
-            }
+        if let Some(matcher) = &self.config.matcher
+            && origin == matcher
+        {
+            self.origin_results.push(FnResult::info(format!(
+                "[{}] has matching origin {origin}",
+                item_label()
+            )));
         }
         if current == self.config.namespace {
             return current.to_owned();

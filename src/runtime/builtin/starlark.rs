@@ -305,10 +305,10 @@ fn is_keyword(token: &str) -> bool {
 
 /// `Variable `x` not found` → `undefined: x`.
 fn go_scope_message(message: &str) -> String {
-    if let Some(rest) = message.strip_prefix("Variable `") {
-        if let Some((name, _)) = rest.split_once("` not found") {
-            return format!("undefined: {name}");
-        }
+    if let Some(rest) = message.strip_prefix("Variable `")
+        && let Some((name, _)) = rest.split_once("` not found")
+    {
+        return format!("undefined: {name}");
     }
     message.to_owned()
 }
@@ -316,10 +316,10 @@ fn go_scope_message(message: &str) -> String {
 /// Rewords the common runtime errors into go.starlark.net's text.
 fn go_runtime_message(message: &str) -> String {
     let first = message.lines().next().unwrap_or(message).trim();
-    if let Some(rest) = first.strip_prefix("Key `") {
-        if let Some(key) = rest.strip_suffix("` was not found") {
-            return format!("key {key} not in dict");
-        }
+    if let Some(rest) = first.strip_prefix("Key `")
+        && let Some(key) = rest.strip_suffix("` was not found")
+    {
+        return format!("key {key} not in dict");
     }
     if let Some(rest) = first.strip_prefix("Operation `") {
         let parts: Vec<&str> = rest.split('`').collect();
@@ -525,7 +525,7 @@ fn go_format_float(value: f64) -> String {
     let negative = mantissa.starts_with('-');
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
     let sign = if negative { "-" } else { "" };
-    if exponent < -4 || exponent >= 6 {
+    if !(-4..6).contains(&exponent) {
         let (first, rest) = digits.split_at(1);
         let fraction = if rest.is_empty() {
             String::new()

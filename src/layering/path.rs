@@ -1,0 +1,304 @@
+//! The JSONPath subset Deckhand documents use in action and substitution
+//! paths: the root (`$` or `.`), `.key`, quoted keys (`.'a:b'`, `."a.b"`,
+//! `['a']`) and list indexes (`key[3]`, `[0][1]`).
+//!
+//! Reading returns the first match (Deckhand's `jsonpath_parse`); writing
+//! creates what is missing the way Deckhand's `jsonpath_replace` expands
+//! data: empty mappings for missing keys, lists padded with empty mappings
+//! for indexes.
+
+use std::fmt;
+
+use super::value::{Key, Map, Value};
+
+/// One step of a path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Segment {
+    /// A mapping key.
+    Field(String),
+    /// A list index.
+    Index(usize),
+}
+
+/// A parsed path. `segments` is empty for the root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonPath {
+    /// The steps from the root.
+    pub segments: Vec<Segment>,
+}
+
+/// Why a path could not be parsed or written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// The text is not in the supported JSONPath subset.
+    #[error("invalid path `{path}`: {reason}")]
+    Syntax {
+        /// The path text.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Writing needs a mapping or list where the data holds something else.
+    #[error("cannot create `{segment}` in a {found} value")]
+    NotAContainer {
+        /// The segment that could not be created, as text.
+        segment: String,
+        /// The type found instead.
+        found: &'static str,
+    },
+}
+
+impl fmt::Display for Segment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Segment::Field(name) => write!(f, ".{name}"),
+            Segment::Index(index) => write!(f, "[{index}]"),
+        }
+    }
+}
+
+impl JsonPath {
+    /// The root path (`$`).
+    pub fn root() -> JsonPath {
+        JsonPath {
+            segments: Vec::new(),
+        }
+    }
+
+    /// True for `$` / `.`.
+    pub fn is_root(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// Parses `$`, `.`, `$.a.b`, `.a[0].b`, `a.b` (a missing leading `.` is
+    /// implied) and quoted keys.
+    pub fn parse(text: &str) -> Result<JsonPath, PathError> {
+        let syntax = |reason: &str| PathError::Syntax {
+            path: text.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let rest = text.strip_prefix('$').unwrap_or(text);
+        let chars: Vec<char> = rest.chars().collect();
+        let mut segments = Vec::new();
+        let mut pos = 0;
+        // A path without a leading `.` starts with a key.
+        let mut expect_key = !chars.is_empty() && chars[0] != '.' && chars[0] != '[';
+        while pos < chars.len() || expect_key {
+            if expect_key {
+                expect_key = false;
+                match chars.get(pos) {
+                    None => {
+                        // A trailing `.`: only the root may end this way.
+                        if segments.is_empty() {
+                            break;
+                        }
+                        return Err(syntax("ends with `.`"));
+                    }
+                    Some('[') => continue,
+                    Some(&quote @ ('\'' | '"')) => {
+                        let (name, next) = read_quoted(&chars, pos + 1, quote)
+                            .ok_or_else(|| syntax("unterminated quote"))?;
+                        segments.push(Segment::Field(name));
+                        pos = next;
+                    }
+                    Some(_) => {
+                        let start = pos;
+                        while pos < chars.len() && chars[pos] != '.' && chars[pos] != '[' {
+                            pos += 1;
+                        }
+                        let name: String = chars[start..pos].iter().collect();
+                        if name.is_empty() {
+                            return Err(syntax("empty key"));
+                        }
+                        segments.push(Segment::Field(name));
+                    }
+                }
+                continue;
+            }
+            match chars[pos] {
+                '.' => {
+                    pos += 1;
+                    expect_key = true;
+                }
+                '[' => {
+                    let close = chars[pos..]
+                        .iter()
+                        .position(|&c| c == ']')
+                        .map(|offset| pos + offset)
+                        .ok_or_else(|| syntax("unterminated `[`"))?;
+                    let inner: String = chars[pos + 1..close].iter().collect();
+                    let inner = inner.trim();
+                    if let Some(quoted) = inner
+                        .strip_prefix('\'')
+                        .and_then(|s| s.strip_suffix('\''))
+                        .or_else(|| inner.strip_prefix('"').and_then(|s| s.strip_suffix('"')))
+                    {
+                        segments.push(Segment::Field(quoted.to_owned()));
+                    } else {
+                        let index = inner
+                            .parse::<usize>()
+                            .map_err(|_| syntax("only numeric indexes are supported"))?;
+                        segments.push(Segment::Index(index));
+                    }
+                    pos = close + 1;
+                }
+                _ => return Err(syntax("expected `.` or `[`")),
+            }
+        }
+        Ok(JsonPath { segments })
+    }
+
+    /// The first value at the path, if present. A null value is returned as
+    /// such; callers that treat null as missing check for it.
+    pub fn get<'a>(&self, data: &'a Value) -> Option<&'a Value> {
+        self.segments
+            .iter()
+            .try_fold(data, |value, segment| match (segment, value) {
+                (Segment::Field(name), Value::Map(map)) => map.get(&Key::str(name.as_str())),
+                (Segment::Index(index), Value::Seq(items)) => items.get(*index),
+                _ => None,
+            })
+    }
+
+    /// The value at the path, or null when absent: Deckhand's
+    /// `jsonpath_parse`, whose `None` means both.
+    pub fn get_present<'a>(&self, data: &'a Value) -> Option<&'a Value> {
+        self.get(data).filter(|value| !value.is_null())
+    }
+
+    /// A mutable slot at the path, creating what is missing on the way as
+    /// Deckhand's data expansion does: an absent key becomes `{}`, or `[]`
+    /// when an index follows it, and a list too short for an index is padded
+    /// with `{}`. Fails where a scalar, null or a value of the wrong kind is
+    /// in the way.
+    pub fn slot_mut<'a>(&self, data: &'a mut Value) -> Result<&'a mut Value, PathError> {
+        let mut current = data;
+        for (i, segment) in self.segments.iter().enumerate() {
+            let next_is_index = matches!(self.segments.get(i + 1), Some(Segment::Index(_)));
+            let not_a_container = |found: &Value| PathError::NotAContainer {
+                segment: segment.to_string(),
+                found: found.type_name(),
+            };
+            current = match (segment, current) {
+                (Segment::Field(name), Value::Map(map)) => {
+                    map.entry(Key::str(name.as_str())).or_insert_with(|| {
+                        if next_is_index {
+                            Value::Seq(Vec::new())
+                        } else {
+                            Value::empty_map()
+                        }
+                    })
+                }
+                (Segment::Index(index), Value::Seq(items)) => {
+                    while items.len() <= *index {
+                        items.push(Value::Map(Map::new()));
+                    }
+                    &mut items[*index]
+                }
+                (_, other) => return Err(not_a_container(other)),
+            };
+        }
+        Ok(current)
+    }
+
+    /// Stores `value` at the path, creating the way to it (see
+    /// [`JsonPath::slot_mut`]).
+    pub fn write(&self, data: &mut Value, value: Value) -> Result<(), PathError> {
+        *self.slot_mut(data)? = value;
+        Ok(())
+    }
+}
+
+impl fmt::Display for JsonPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("$")?;
+        for segment in &self.segments {
+            write!(f, "{segment}")?;
+        }
+        Ok(())
+    }
+}
+
+fn read_quoted(chars: &[char], start: usize, quote: char) -> Option<(String, usize)> {
+    let end = chars[start..].iter().position(|&c| c == quote)? + start;
+    Some((chars[start..end].iter().collect(), end + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(names: &[&str]) -> Vec<Segment> {
+        names
+            .iter()
+            .map(|n| Segment::Field((*n).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn parses_the_subset() {
+        assert!(JsonPath::parse(".").unwrap().is_root());
+        assert!(JsonPath::parse("$").unwrap().is_root());
+        assert_eq!(
+            JsonPath::parse(".a.b").unwrap().segments,
+            fields(&["a", "b"])
+        );
+        assert_eq!(
+            JsonPath::parse("$.a.b").unwrap().segments,
+            fields(&["a", "b"])
+        );
+        assert_eq!(
+            JsonPath::parse("a.b").unwrap().segments,
+            fields(&["a", "b"])
+        );
+        assert_eq!(
+            JsonPath::parse(".a[10].b").unwrap().segments,
+            vec![
+                Segment::Field("a".into()),
+                Segment::Index(10),
+                Segment::Field("b".into())
+            ]
+        );
+        assert_eq!(
+            JsonPath::parse(".'filter:authtoken'.x").unwrap().segments,
+            fields(&["filter:authtoken", "x"])
+        );
+        assert_eq!(
+            JsonPath::parse("$['a.b']").unwrap().segments,
+            fields(&["a.b"])
+        );
+        assert!(JsonPath::parse(".a[x]").is_err());
+        assert!(JsonPath::parse(".a.").is_err());
+    }
+
+    #[test]
+    fn write_creates_maps_and_padded_lists() {
+        let mut data = Value::empty_map();
+        JsonPath::parse(".a[2].b")
+            .unwrap()
+            .write(&mut data, Value::Int(1))
+            .unwrap();
+        let a = data.get("a").unwrap();
+        let Value::Seq(items) = a else {
+            panic!("not a list: {a:?}")
+        };
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[0], Value::empty_map());
+        assert_eq!(items[2].get("b"), Some(&Value::Int(1)));
+    }
+
+    #[test]
+    fn write_through_a_scalar_fails() {
+        let mut data = Value::empty_map();
+        JsonPath::parse(".a")
+            .unwrap()
+            .write(&mut data, Value::Int(1))
+            .unwrap();
+        assert!(
+            JsonPath::parse(".a.b")
+                .unwrap()
+                .write(&mut data, Value::Int(2))
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,237 @@
+//! Rendering a document set: the checks of spec §3 in Deckhand's order, the
+//! dependency levels, then each level rendered in parallel on rayon.
+//!
+//! Per-document rendering ([`render_document`]) is a pure function of the
+//! document, its parent's rendered data and its sources' rendered data, so
+//! it can become a memoized query without changing its shape.
+//!
+//! Output order: the concrete, non-replaced documents in dependency order
+//! — level by level (a level's documents depend only on earlier levels), and
+//! in input order within a level. Control documents are not output.
+
+use std::collections::{BTreeMap, HashSet};
+
+use rayon::prelude::*;
+
+use super::actions::apply_actions;
+use super::document::{Document, InputDocument};
+use super::error::{DocumentList, LayeringError};
+use super::graph;
+use super::parent::{Family, check_replacements, select_parents};
+use super::substitution::{SourceData, apply_substitutions};
+use super::value::Value;
+
+/// One rendered output document.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderedDocument {
+    /// Index of the document in the input list.
+    pub input: usize,
+    /// The rendered `data`.
+    pub data: Value,
+}
+
+/// A checked document set, ready to render: documents, relations and the
+/// dependency levels.
+struct Plan {
+    documents: Vec<Document>,
+    family: Family,
+    /// Concrete substitution source per `(schema, name)`.
+    sources: BTreeMap<(String, String), usize>,
+    levels: graph::Levels,
+}
+
+/// Renders `inputs` as Deckhand does. Fails on the first problem found (in
+/// Deckhand's check order); on success returns the output documents in the
+/// documented order.
+pub fn render(inputs: &[InputDocument]) -> Result<Vec<RenderedDocument>, LayeringError> {
+    let plan = plan(inputs)?;
+    let rendered = render_levels(&plan)?;
+    let mut output = Vec::new();
+    for level in &plan.levels {
+        for &index in level {
+            let document = &plan.documents[index];
+            if document.is_control
+                || document.is_abstract
+                || plan.family.replaced_by[index].is_some()
+            {
+                continue;
+            }
+            if let Some(data) = &rendered[index] {
+                output.push(RenderedDocument {
+                    input: document.input,
+                    data: data.clone(),
+                });
+            }
+        }
+    }
+    Ok(output)
+}
+
+fn plan(inputs: &[InputDocument]) -> Result<Plan, LayeringError> {
+    let mut documents = Vec::with_capacity(inputs.len());
+    // Deckhand keeps the first of several documents with the same
+    // (schema, layer, name) and silently drops the others.
+    let mut seen: HashSet<(String, Option<String>, String)> = HashSet::new();
+    for (index, input) in inputs.iter().enumerate() {
+        let document = Document::from_input(index, input)?;
+        if seen.insert((
+            document.schema.clone(),
+            document.layer.clone(),
+            document.name.clone(),
+        )) {
+            documents.push(document);
+        }
+    }
+
+    let Some(policy) = documents.iter().find(|d| d.is_layering_policy()) else {
+        let mut files: Vec<&str> = inputs.iter().map(|i| &*i.file).collect();
+        files.dedup();
+        return Err(LayeringError::LayeringPolicyNotFound {
+            files: files.join(", "),
+        });
+    };
+    let layer_order = layer_order(policy)?;
+
+    let mut layer_index = vec![None; documents.len()];
+    for (index, document) in documents.iter().enumerate() {
+        let Some(layer) = &document.layer else {
+            continue;
+        };
+        let Some(position) = layer_order.iter().position(|l| l == layer) else {
+            return Err(LayeringError::InvalidDocumentLayer {
+                document: document.reference.clone(),
+                layer: layer.clone(),
+                layer_order,
+                policy: policy.name.clone(),
+            });
+        };
+        if !document.is_control {
+            layer_index[index] = Some(position);
+        }
+    }
+
+    let parents = select_parents(&documents, &layer_index)?;
+    let family = check_replacements(&documents, parents)?;
+
+    let mut sources = BTreeMap::new();
+    for (index, document) in documents.iter().enumerate() {
+        if !document.is_control && !document.is_abstract && family.replaced_by[index].is_none() {
+            sources
+                .entry((document.schema.clone(), document.name.clone()))
+                .or_insert(index);
+        }
+    }
+
+    let dependencies: Vec<Vec<usize>> = documents
+        .iter()
+        .enumerate()
+        .map(|(index, document)| {
+            if document.is_control {
+                return Vec::new();
+            }
+            let mut needs: Vec<usize> = family.effective_parent(index).into_iter().collect();
+            for substitution in &document.substitutions {
+                let key = (
+                    substitution.src.schema.clone(),
+                    substitution.src.name.clone(),
+                );
+                if let Some(&source) = sources.get(&key) {
+                    needs.push(source);
+                }
+            }
+            needs.sort_unstable();
+            needs.dedup();
+            needs
+        })
+        .collect();
+    let levels = graph::level(&dependencies).map_err(|cycle| {
+        LayeringError::SubstitutionDependencyCycle {
+            cycle: DocumentList(
+                cycle
+                    .iter()
+                    .map(|&i| documents[i].reference.clone())
+                    .collect(),
+            ),
+        }
+    })?;
+
+    Ok(Plan {
+        documents,
+        family,
+        sources,
+        levels,
+    })
+}
+
+fn layer_order(policy: &Document) -> Result<Vec<String>, LayeringError> {
+    let invalid = |reason: &str| LayeringError::InvalidDocumentFormat {
+        document: policy.reference.clone(),
+        reason: reason.to_owned(),
+    };
+    match policy.data.get("layerOrder") {
+        Some(Value::Seq(layers)) => layers
+            .iter()
+            .map(|layer| {
+                layer
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| invalid("`data.layerOrder` entries must be strings"))
+            })
+            .collect(),
+        Some(Value::Null) => Ok(Vec::new()),
+        _ => Err(invalid("`data.layerOrder` must be a list of layer names")),
+    }
+}
+
+/// Renders level by level; documents of one level run in parallel and their
+/// results are stored in index order, so the outcome (including which error
+/// is reported) does not depend on scheduling.
+fn render_levels(plan: &Plan) -> Result<Vec<Option<Value>>, LayeringError> {
+    let mut rendered: Vec<Option<Value>> = vec![None; plan.documents.len()];
+    for level in &plan.levels {
+        let results: Vec<Result<Option<Value>, LayeringError>> = level
+            .par_iter()
+            .map(|&index| {
+                let document = &plan.documents[index];
+                if document.is_control {
+                    return Ok(None);
+                }
+                let parent = plan.family.effective_parent(index).map(|parent| {
+                    (
+                        &plan.documents[parent],
+                        rendered[parent].as_ref().unwrap_or(&Value::Null),
+                    )
+                });
+                let source = |schema: &str, name: &str| {
+                    let &source = plan.sources.get(&(schema.to_owned(), name.to_owned()))?;
+                    Some(SourceData {
+                        reference: &plan.documents[source].reference,
+                        data: rendered[source].as_ref()?,
+                    })
+                };
+                render_document(document, parent, source).map(Some)
+            })
+            .collect();
+        for (&index, result) in level.iter().zip(results) {
+            rendered[index] = result?;
+        }
+    }
+    Ok(rendered)
+}
+
+/// Renders one document: layering onto its parent's rendered data (when it
+/// has a parent and actions), then its substitutions in order.
+pub fn render_document<'a>(
+    document: &Document,
+    parent: Option<(&Document, &Value)>,
+    source: impl Fn(&str, &str) -> Option<SourceData<'a>>,
+) -> Result<Value, LayeringError> {
+    let mut data = match parent {
+        Some((parent, parent_data)) if !document.actions.is_empty() => {
+            apply_actions(document, parent, parent_data)?
+        }
+        _ => document.data.clone(),
+    };
+    apply_substitutions(document, &mut data, source)?;
+    Ok(data)
+}

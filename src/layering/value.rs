@@ -1,0 +1,645 @@
+//! The plain value model layering works on: null, bool, int, float, string,
+//! sequence and insertion-ordered mapping, converted from and back to
+//! [`yaml::Node`](crate::yaml::Node).
+//!
+//! Deckhand manipulates Python objects decoded by PyYAML; this enum is our
+//! equivalent. Two Python behaviours leak into rendering and are modelled
+//! here: equality where `1 == 1.0 == True` ([`Value::py_eq`], used by label
+//! matching and the value-based delete), and `str()` of a value
+//! ([`Value::python_str`], used when a non-string is substituted into a string
+//! with `dest.pattern`).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use indexmap::IndexMap;
+
+use crate::yaml::node::tag;
+use crate::yaml::resolve::resolve_plain;
+use crate::yaml::{Node, NodeKind, Style};
+
+/// A mapping: keys in insertion order, as Python dicts keep them.
+pub type Map = IndexMap<Key, Value>;
+
+/// A mapping key. Almost every key is a string; other scalar keys keep their
+/// tag and text so they are written back as they were read.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    /// A string key.
+    Str(String),
+    /// A non-string scalar key (`1:`, `true:`), with its resolved tag.
+    Scalar {
+        /// The resolved tag, e.g. `!!int`.
+        tag: String,
+        /// The key's text.
+        text: String,
+    },
+}
+
+impl Key {
+    /// A string key.
+    pub fn str(text: impl Into<String>) -> Key {
+        Key::Str(text.into())
+    }
+
+    /// The key's text, whatever its type.
+    pub fn text(&self) -> &str {
+        match self {
+            Key::Str(text) | Key::Scalar { text, .. } => text,
+        }
+    }
+}
+
+/// A decoded YAML value. Cloning copies the whole tree (the independent-copy
+/// semantics of Deckhand's `src.deepcopy: true`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// `null` / `~` / empty.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// An integer. `i128` holds every value go-yaml accepts (i64 and u64).
+    Int(i128),
+    /// A float, including infinities and NaN.
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// A scalar of any other tag (`!!timestamp`, `!!binary`, custom tags),
+    /// kept as text with its tag.
+    Tagged {
+        /// The tag, e.g. `!!timestamp`.
+        tag: String,
+        /// The scalar text.
+        text: String,
+    },
+    /// A sequence.
+    Seq(Vec<Value>),
+    /// A mapping.
+    Map(Map),
+}
+
+impl Value {
+    /// An empty mapping.
+    pub fn empty_map() -> Value {
+        Value::Map(Map::new())
+    }
+
+    /// The mapping, if this is one.
+    pub fn as_map(&self) -> Option<&Map> {
+        match self {
+            Value::Map(map) => Some(map),
+            _ => None,
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// True for [`Value::Null`].
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value under string key `key`, if this is a mapping holding it.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.as_map()?.get(&Key::str(key))
+    }
+
+    /// Follows string keys.
+    pub fn get_path(&self, keys: &[&str]) -> Option<&Value> {
+        keys.iter().try_fold(self, |value, key| value.get(key))
+    }
+
+    /// A short name of the value's type, for messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "string",
+            Value::Tagged { .. } => "tagged scalar",
+            Value::Seq(_) => "list",
+            Value::Map(_) => "mapping",
+        }
+    }
+
+    /// Python's `==` on the values PyYAML would produce: numbers compare by
+    /// value across bool/int/float (`True == 1 == 1.0`), mappings ignore key
+    /// order, everything else compares by type and content.
+    pub fn py_eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::Tagged { tag: ta, text: xa }, Value::Tagged { tag: tb, text: xb }) => {
+                ta == tb && xa == xb
+            }
+            (Value::Seq(a), Value::Seq(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.py_eq(y))
+            }
+            (Value::Map(a), Value::Map(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .all(|(key, x)| b.get(key).is_some_and(|y| x.py_eq(y)))
+            }
+            (a, b) => match (a.as_number(), b.as_number()) {
+                (Some(Number::Int(x)), Some(Number::Int(y))) => x == y,
+                (Some(x), Some(y)) => x.as_f64() == y.as_f64(),
+                _ => false,
+            },
+        }
+    }
+
+    fn as_number(&self) -> Option<Number> {
+        match self {
+            Value::Bool(b) => Some(Number::Int(i128::from(*b))),
+            Value::Int(i) => Some(Number::Int(*i)),
+            Value::Float(f) => Some(Number::Float(*f)),
+            _ => None,
+        }
+    }
+
+    /// A hashable text that is equal for values that are [`Value::py_eq`]
+    /// scalars, used to index labels. Collections get a text that never
+    /// collides with a scalar's (they are matched by a full comparison).
+    pub(crate) fn label_index_text(&self) -> String {
+        match self.as_number() {
+            Some(Number::Int(i)) => format!("n:{i}"),
+            Some(Number::Float(f)) if f.fract() == 0.0 && f.abs() < 1e30 => {
+                // Integral floats equal the int of the same value.
+                format!("n:{}", f as i128)
+            }
+            Some(Number::Float(f)) => format!("f:{f:?}"),
+            None => match self {
+                Value::Str(text) => format!("s:{text}"),
+                Value::Null => "z:".to_owned(),
+                other => format!("o:{}", other.python_repr()),
+            },
+        }
+    }
+
+    /// Python's `str()` of the value: strings as they are, `True`/`False`,
+    /// `None`, floats like `repr`, collections in Python repr.
+    pub fn python_str(&self) -> String {
+        match self {
+            Value::Str(text) => text.clone(),
+            Value::Tagged { text, .. } => text.clone(),
+            other => other.python_repr(),
+        }
+    }
+
+    /// Python's `repr()` of the value.
+    pub fn python_repr(&self) -> String {
+        let mut out = String::new();
+        self.write_python_repr(&mut out);
+        out
+    }
+
+    fn write_python_repr(&self, out: &mut String) {
+        match self {
+            Value::Null => out.push_str("None"),
+            Value::Bool(true) => out.push_str("True"),
+            Value::Bool(false) => out.push_str("False"),
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Float(f) => out.push_str(&python_float_repr(*f)),
+            Value::Str(text) => write_python_str_repr(text, out),
+            Value::Tagged { text, .. } => write_python_str_repr(text, out),
+            Value::Seq(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    item.write_python_repr(out);
+                }
+                out.push(']');
+            }
+            Value::Map(map) => {
+                out.push('{');
+                for (i, (key, value)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    match key {
+                        Key::Str(text) => write_python_str_repr(text, out),
+                        Key::Scalar { tag, text } => {
+                            Value::from_scalar(tag, text).write_python_repr(out)
+                        }
+                    }
+                    out.push_str(": ");
+                    value.write_python_repr(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    /// Decodes a resolved scalar (tag and text) the way PyYAML and go-yaml
+    /// agree on: null, bool, int, float and str; any other tag is kept.
+    fn from_scalar(scalar_tag: &str, text: &str) -> Value {
+        match scalar_tag {
+            tag::NULL => Value::Null,
+            tag::BOOL => Value::Bool(text.eq_ignore_ascii_case("true")),
+            tag::INT => parse_int(text).map_or_else(|| Value::Str(text.to_owned()), Value::Int),
+            tag::FLOAT => {
+                parse_float(text).map_or_else(|| Value::Str(text.to_owned()), Value::Float)
+            }
+            tag::STR => Value::Str(text.to_owned()),
+            other => Value::Tagged {
+                tag: other.to_owned(),
+                text: text.to_owned(),
+            },
+        }
+    }
+
+    /// Converts a YAML node (a document node is unwrapped) into a value.
+    /// Aliases are expanded to copies of their anchored value; an alias to
+    /// an unknown anchor becomes null.
+    pub fn from_node(node: &Node) -> Value {
+        let mut anchors = HashMap::new();
+        Value::from_node_with(node.root(), &mut anchors)
+    }
+
+    fn from_node_with(node: &Node, anchors: &mut HashMap<String, Value>) -> Value {
+        let value = match node.kind {
+            NodeKind::Document => match node.content.first() {
+                Some(root) => Value::from_node_with(root, anchors),
+                None => Value::Null,
+            },
+            NodeKind::Alias => anchors.get(&node.value).cloned().unwrap_or(Value::Null),
+            NodeKind::Scalar => Value::from_scalar(&scalar_tag(node), &node.value),
+            NodeKind::Sequence => Value::Seq(
+                node.content
+                    .iter()
+                    .map(|item| Value::from_node_with(item, anchors))
+                    .collect(),
+            ),
+            NodeKind::Mapping => {
+                let mut map = Map::with_capacity(node.content.len() / 2);
+                for pair in node.content.chunks_exact(2) {
+                    let (key_node, value_node) = (&pair[0], &pair[1]);
+                    let value = Value::from_node_with(value_node, anchors);
+                    let key = match key_node.kind {
+                        NodeKind::Scalar => {
+                            let key_tag = scalar_tag(key_node);
+                            if key_tag == tag::STR {
+                                Key::Str(key_node.value.clone())
+                            } else {
+                                Key::Scalar {
+                                    tag: key_tag,
+                                    text: key_node.value.clone(),
+                                }
+                            }
+                        }
+                        // Collection keys cannot be addressed by a path;
+                        // keep their text form so nothing is lost silently.
+                        _ => Key::Str(Value::from_node_with(key_node, anchors).python_str()),
+                    };
+                    map.insert(key, value);
+                }
+                Value::Map(map)
+            }
+        };
+        if !node.anchor.is_empty() {
+            anchors.insert(node.anchor.clone(), value.clone());
+        }
+        value
+    }
+
+    /// Converts the value into a YAML node for the encoder. Strings are
+    /// `!!str` nodes without style, so the encoder quotes them when their
+    /// text would read back as another type.
+    pub fn to_node(&self) -> Node {
+        match self {
+            Value::Null => Node::new_scalar(tag::NULL, "null"),
+            Value::Bool(b) => Node::new_scalar(tag::BOOL, if *b { "true" } else { "false" }),
+            Value::Int(i) => Node::new_scalar(tag::INT, i.to_string()),
+            Value::Float(f) => Node::new_scalar(tag::FLOAT, yaml_float_text(*f)),
+            Value::Str(text) => string_node(text),
+            Value::Tagged {
+                tag: scalar_tag,
+                text,
+            } => {
+                let mut node = Node::new_scalar(scalar_tag, text.clone());
+                // A custom tag must be written out; a standard one resolves
+                // from the text when it reads back the same.
+                if !scalar_tag.starts_with("!!") || resolve_plain(text) != scalar_tag.as_str() {
+                    node.style.insert(Style::TAGGED);
+                }
+                node
+            }
+            Value::Seq(items) => {
+                let mut node = Node::new_sequence();
+                node.content = items.iter().map(Value::to_node).collect();
+                node
+            }
+            Value::Map(map) => {
+                let mut node = Node::new_mapping();
+                node.content.reserve(map.len() * 2);
+                for (key, value) in map {
+                    node.content.push(match key {
+                        Key::Str(text) => string_node(text),
+                        Key::Scalar { tag: key_tag, text } => {
+                            Node::new_scalar(key_tag, text.clone())
+                        }
+                    });
+                    node.content.push(value.to_node());
+                }
+                node
+            }
+        }
+    }
+}
+
+/// A `!!str` node, double-quoted when a YAML 1.1 reader (PyYAML, hence
+/// Deckhand's own tooling) would read the plain text as something else:
+/// go-yaml v3 writes `YES`, `on` or `1:20` plain because they are strings in
+/// YAML 1.2, which would make them booleans and integers downstream.
+fn string_node(text: &str) -> Node {
+    let mut node = Node::new_string(text.to_owned());
+    if is_yaml11_non_string(text) {
+        node.style.insert(Style::DOUBLE_QUOTED);
+    }
+    node
+}
+
+/// True for plain scalars that YAML 1.1 resolves to a bool or a
+/// sexagesimal number while YAML 1.2 keeps them as strings.
+fn is_yaml11_non_string(text: &str) -> bool {
+    const OLD_BOOLS: [&str; 22] = [
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
+        "OFF", "true", "True", "TRUE", "false", "False", "FALSE",
+    ];
+    if OLD_BOOLS.contains(&text) {
+        return true;
+    }
+    // Base 60: `[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?`.
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (whole, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    let mut parts = whole.split(':');
+    let Some(head) = parts.next() else {
+        return false;
+    };
+    let rest: Vec<&str> = parts.collect();
+    !rest.is_empty()
+        && head.starts_with(|c: char| c.is_ascii_digit())
+        && head.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+        && rest.iter().all(|part| {
+            (1..=2).contains(&part.len())
+                && part.bytes().all(|b| b.is_ascii_digit())
+                && part.parse::<u32>().is_ok_and(|n| n < 60)
+        })
+        && fraction.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+}
+
+#[derive(Clone, Copy)]
+enum Number {
+    Int(i128),
+    Float(f64),
+}
+
+impl Number {
+    fn as_f64(self) -> f64 {
+        match self {
+            // Precision loss only for integers beyond 2^53, where Python
+            // compares exactly; such labels do not occur in practice.
+            Number::Int(i) => i as f64,
+            Number::Float(f) => f,
+        }
+    }
+}
+
+/// The effective tag of a scalar node: its own, or the implicit one for a
+/// plain scalar built without a tag.
+fn scalar_tag(node: &Node) -> String {
+    if !node.tag.is_empty() {
+        return node.tag.clone();
+    }
+    let quoted = node.style.contains(Style::DOUBLE_QUOTED)
+        || node.style.contains(Style::SINGLE_QUOTED)
+        || node.style.contains(Style::LITERAL)
+        || node.style.contains(Style::FOLDED);
+    if quoted {
+        tag::STR.to_owned()
+    } else {
+        resolve_plain(&node.value).to_owned()
+    }
+}
+
+/// Parses a YAML int the way go-yaml resolves it (`strconv.ParseInt` with
+/// base 0 after removing `_`): decimal, `0x`, `0o`, `0b`, and a leading `0`
+/// for octal.
+fn parse_int(text: &str) -> Option<i128> {
+    let plain: String = text.chars().filter(|&c| c != '_').collect();
+    let (negative, unsigned) = match plain.as_bytes().first() {
+        Some(b'-') => (true, &plain[1..]),
+        Some(b'+') => (false, &plain[1..]),
+        _ => (false, plain.as_str()),
+    };
+    let lower = unsigned.to_ascii_lowercase();
+    let (radix, digits) = if let Some(rest) = lower.strip_prefix("0x") {
+        (16, rest)
+    } else if let Some(rest) = lower.strip_prefix("0o") {
+        (8, rest)
+    } else if let Some(rest) = lower.strip_prefix("0b") {
+        (2, rest)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, &lower[1..])
+    } else {
+        (10, lower.as_str())
+    };
+    let magnitude = i128::from_str_radix(digits, radix).ok()?;
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+fn parse_float(text: &str) -> Option<f64> {
+    let plain: String = text.chars().filter(|&c| c != '_').collect();
+    match plain.to_ascii_lowercase().as_str() {
+        ".inf" | "+.inf" => Some(f64::INFINITY),
+        "-.inf" => Some(f64::NEG_INFINITY),
+        ".nan" => Some(f64::NAN),
+        other => other.parse().ok(),
+    }
+}
+
+/// Shortest round-trip digits and decimal exponent of a finite, non-zero
+/// float: `(digits, exp)` means `0.d1d2... × 10^(exp+1)`, i.e. the first digit
+/// is at position `exp`.
+fn float_digits(f: f64) -> (String, i32) {
+    // `{:e}` gives the shortest representation that round-trips, like
+    // Python's repr.
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    (digits, exponent.parse().unwrap_or(0))
+}
+
+/// Python's `repr(float)`: `3.2`, `1.0`, `1e+20`, `1.5e-07`, `inf`, `nan`.
+pub(crate) fn python_float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".to_owned();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    let sign = if f.is_sign_negative() { "-" } else { "" };
+    if f == 0.0 {
+        return format!("{sign}0.0");
+    }
+    let (digits, exp) = float_digits(f);
+    if !(-4..16).contains(&exp) {
+        let (first, rest) = digits.split_at(1);
+        let mantissa = if rest.is_empty() {
+            first.to_owned()
+        } else {
+            format!("{first}.{rest}")
+        };
+        let exp_sign = if exp < 0 { '-' } else { '+' };
+        return format!("{sign}{mantissa}e{exp_sign}{:02}", exp.unsigned_abs());
+    }
+    let mut out = sign.to_owned();
+    if exp < 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
+        out.push_str(&digits);
+    } else {
+        let int_len = exp as usize + 1;
+        if digits.len() <= int_len {
+            out.push_str(&digits);
+            out.extend(std::iter::repeat_n('0', int_len - digits.len()));
+            out.push_str(".0");
+        } else {
+            out.push_str(&digits[..int_len]);
+            out.push('.');
+            out.push_str(&digits[int_len..]);
+        }
+    }
+    out
+}
+
+/// A float's YAML text that both go-yaml and PyYAML (YAML 1.1, which needs a
+/// `.` and a signed exponent) read back as the same float.
+fn yaml_float_text(f: f64) -> String {
+    if f.is_nan() {
+        return ".nan".to_owned();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf" } else { "-.inf" }.to_owned();
+    }
+    let repr = python_float_repr(f);
+    match repr.split_once('e') {
+        Some((mantissa, exponent)) if !mantissa.contains('.') => format!("{mantissa}.0e{exponent}"),
+        _ => repr,
+    }
+}
+
+/// Python's `repr(str)`: single quotes unless the text holds `'` and no `"`.
+fn write_python_str_repr(text: &str, out: &mut String) {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    out.push(quote);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_float_repr_matches_python() {
+        assert_eq!(python_float_repr(3.2), "3.2");
+        assert_eq!(python_float_repr(1.0), "1.0");
+        assert_eq!(python_float_repr(-2.5), "-2.5");
+        assert_eq!(python_float_repr(1e20), "1e+20");
+        assert_eq!(python_float_repr(1.5e-7), "1.5e-07");
+        assert_eq!(python_float_repr(0.0001), "0.0001");
+        assert_eq!(python_float_repr(123456.0), "123456.0");
+        assert_eq!(python_float_repr(1e16), "1e+16");
+        assert_eq!(python_float_repr(1e15), "1000000000000000.0");
+    }
+
+    #[test]
+    fn yaml_float_text_reads_back_in_yaml_1_1() {
+        assert_eq!(yaml_float_text(1e20), "1.0e+20");
+        assert_eq!(yaml_float_text(3.2), "3.2");
+        assert_eq!(yaml_float_text(f64::NEG_INFINITY), "-.inf");
+    }
+
+    #[test]
+    fn python_str_of_values() {
+        let mut map = Map::new();
+        map.insert(Key::str("z"), Value::Bool(true));
+        map.insert(
+            Key::str("it's"),
+            Value::Seq(vec![Value::Int(1), Value::Null]),
+        );
+        assert_eq!(
+            Value::Map(map).python_str(),
+            "{'z': True, \"it's\": [1, None]}"
+        );
+        assert_eq!(Value::Bool(false).python_str(), "False");
+        assert_eq!(Value::Str("a'b".into()).python_str(), "a'b");
+    }
+
+    #[test]
+    fn py_eq_crosses_numeric_types_only() {
+        assert!(Value::Bool(true).py_eq(&Value::Int(1)));
+        assert!(Value::Int(2).py_eq(&Value::Float(2.0)));
+        assert!(!Value::Int(1).py_eq(&Value::Str("1".into())));
+        assert_eq!(
+            Value::Bool(true).label_index_text(),
+            Value::Float(1.0).label_index_text()
+        );
+    }
+
+    #[test]
+    fn yaml_1_1_lookalikes_are_quoted() {
+        assert!(is_yaml11_non_string("YES"));
+        assert!(is_yaml11_non_string("off"));
+        assert!(is_yaml11_non_string("1:20"));
+        assert!(is_yaml11_non_string("-1:20:30.5"));
+        assert!(!is_yaml11_non_string("1:60"));
+        assert!(!is_yaml11_non_string("a:1"));
+        assert!(!is_yaml11_non_string("yesterday"));
+        assert!(
+            Value::Str("YES".into())
+                .to_node()
+                .style
+                .contains(Style::DOUBLE_QUOTED)
+        );
+    }
+
+    #[test]
+    fn ints_parse_like_go_yaml() {
+        assert_eq!(parse_int("0x1F"), Some(31));
+        assert_eq!(parse_int("0777"), Some(511));
+        assert_eq!(parse_int("-1_000"), Some(-1000));
+        assert_eq!(parse_int("0"), Some(0));
+    }
+}

@@ -1,0 +1,125 @@
+//! `krender layer render` end to end through [`render_command`]: the README's
+//! global/type/site example byte for byte, and the error contract (class
+//! name on stderr with file and line, nothing on stdout, exit 1).
+//! `KRENDER_BLESS=1` rewrites the expected example output.
+
+use std::path::{Path, PathBuf};
+
+use krender::layering::render_command;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/layering")
+}
+
+fn run(paths: &[PathBuf]) -> (i32, String, String) {
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let code = render_command(paths, &mut stdout, &mut stderr);
+    (
+        code,
+        String::from_utf8(stdout).expect("utf-8 stdout"),
+        String::from_utf8(stderr).expect("utf-8 stderr"),
+    )
+}
+
+#[test]
+fn example_renders_byte_for_byte() {
+    let (code, stdout, stderr) = run(&[fixtures().join("example")]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let expected_path = fixtures().join("example.expected.yaml");
+    if std::env::var_os("KRENDER_BLESS").is_some() {
+        std::fs::write(&expected_path, &stdout).expect("bless");
+    }
+    let expected = std::fs::read_to_string(&expected_path).expect("expected output");
+    if stdout != expected {
+        let diff = similar::TextDiff::from_lines(&expected, &stdout);
+        panic!(
+            "output differs:\n{}",
+            diff.unified_diff().header("expected", "actual")
+        );
+    }
+}
+
+#[test]
+fn missing_policy_fails_with_nothing_on_stdout() {
+    let (code, stdout, stderr) = run(&[fixtures().join("example/site")]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.starts_with("error[LayeringPolicyNotFound]: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("example/site/keystone.yaml"), "{stderr}");
+}
+
+#[test]
+fn a_failing_document_is_named_with_file_and_line_and_nothing_is_printed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("set.yaml");
+    std::fs::write(
+        &file,
+        "schema: deckhand/LayeringPolicy/v1
+metadata: {schema: metadata/Control/v1, name: policy}
+data: {layerOrder: [global, site]}
+---
+schema: example/Kind/v1
+metadata:
+  schema: metadata/Document/v1
+  name: fine
+  layeringDefinition: {abstract: false, layer: global}
+data: {a: 1}
+---
+schema: example/Kind/v1
+metadata:
+  schema: metadata/Document/v1
+  name: broken
+  layeringDefinition: {abstract: false, layer: site}
+  substitutions:
+    - src: {schema: example/Kind/v1, name: fine, path: .nope}
+      dest: {path: .b}
+data: {}
+",
+    )
+    .expect("write");
+    let (code, stdout, stderr) = run(&[file.clone()]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout, "");
+    let expected = format!(
+        "error[SubstitutionSourceDataNotFound]: Required substitution source secret was not found at path .nope in source document [example/Kind/v1, global] fine ({file}:5), referenced by [example/Kind/v1, site] broken ({file}:12)\n",
+        file = file.display()
+    );
+    assert_eq!(stderr, expected);
+}
+
+#[test]
+fn strings_yaml_1_1_reads_as_booleans_are_quoted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("a.yaml"),
+        "schema: deckhand/LayeringPolicy/v1
+metadata: {schema: metadata/Control/v1, name: policy}
+data: {layerOrder: [site]}
+",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("b.yml"),
+        "schema: example/Kind/v1
+metadata: {schema: metadata/Document/v1, name: doc, layeringDefinition: {layer: site}}
+data: {answer: 'YES', time: '1:20', on: off}
+",
+    )
+    .expect("write");
+    let (code, stdout, stderr) = run(&[dir.path().to_owned()]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "schema: example/Kind/v1
+metadata: {schema: metadata/Document/v1, name: doc, layeringDefinition: {layer: site}}
+data:
+  answer: \"YES\"
+  time: \"1:20\"
+  \"on\": \"off\"
+"
+    );
+}
