@@ -324,3 +324,34 @@ fn eval_runs_one_function_on_stdin() {
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("    value: bar\n"));
 }
+
+#[test]
+fn validators_see_copies_and_change_nothing() {
+    let run = render("validator-copies", &["--allow-exec"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.unchanged_except(&["Kptfile"]);
+    assert!(
+        run.file("Kptfile").ends_with("  renderStatus:\n    validationSteps:\n      - exec: sed -e 's/foo/bar/'\n        exitCode: 0\n"),
+        "{}",
+        run.file("Kptfile")
+    );
+}
+
+#[test]
+fn dfs_renders_subpackages_first() {
+    let run = render("dfs-order", &["--allow-exec"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The subpackage's pipeline ran first (dry -> sub); the root's pipeline
+    // then saw the subpackage's output (sub -> root).
+    assert!(run.file("sub/cm.yaml").contains("stage: root"), "{}", run.file("sub/cm.yaml"));
+    assert!(run.file("cm.yaml").contains("stage: dry"), "{}", run.file("cm.yaml"));
+    assert!(run.stderr.starts_with("Package \"dfs-order/sub\":\n"), "{}", run.stderr);
+    assert!(run.stderr.ends_with("Successfully executed 2 function(s) in 2 package(s).\n"), "{}", run.stderr);
+    assert!(
+        run.file("Kptfile").ends_with(
+            "    mutationSteps:\n      - exec: 'sed -e ''s/stage: dry/stage: sub/'''\n        exitCode: 0\n      - exec: 'sed -e ''s/stage: sub/stage: root/'''\n        exitCode: 0\n"
+        ),
+        "{}",
+        run.file("Kptfile")
+    );
+}

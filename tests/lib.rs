@@ -12,3 +12,5 @@ mod krm_wire;
 mod layering_cli;
 mod layering_conformance;
 mod layering_engine;
+mod render_kptfile;
+mod source_sink;

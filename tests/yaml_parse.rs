@@ -132,8 +132,14 @@ fn error_messages_match_go_yaml() {
         parse("a: b\ny: key: value\n"),
         "Error: yaml: line 2: mapping values are not allowed in this context\n"
     );
-    assert_eq!(parse("a: \u{1}\n"), "Error: yaml: control characters are not allowed\n");
-    assert_eq!(parse("a: *nope\n"), "Error: yaml: unknown anchor 'nope' referenced\n");
+    assert_eq!(
+        parse("a: \u{1}\n"),
+        "Error: yaml: control characters are not allowed\n"
+    );
+    assert_eq!(
+        parse("a: *nope\n"),
+        "Error: yaml: unknown anchor 'nope' referenced\n"
+    );
 }
 
 #[test]
@@ -623,7 +629,12 @@ fn kpt_differential_fixtures() {
         let expected = std::fs::read_to_string(dir.join(format!("{name}.expected")))
             .or_else(|_| std::fs::read_to_string(dir.join(format!("{name}.expected.err"))))
             .unwrap_or_default();
-        let actual = match parse_file("f.yaml", Path::new("<pkg>/f.yaml"), &input, &ReadOptions::default()) {
+        let actual = match parse_file(
+            "f.yaml",
+            Path::new("<pkg>/f.yaml"),
+            &input,
+            &ReadOptions::default(),
+        ) {
             Err(error) => format!("Error: {error}\n"),
             Ok(resources) if resources.is_empty() => input.clone(),
             Ok(resources) => match render_files(&resources) {
@@ -665,10 +676,48 @@ mod never_panics {
     /// Fragments that steer random input into the scanner's interesting
     /// paths: indentation, indicators, comments, quotes, block headers.
     const PIECES: &[&str] = &[
-        "\n", "  ", "    ", "\t", "- ", "-", "? ", ": ", ":", "a", "key", "1", "#", " # c",
-        "[", "]", "{", "}", ",", "&a ", "*a", "!!str ", "!t ", "!<x> ", "|", ">-", "|+2", "'",
-        "\"", "\\", "\\x4", "---", "...", "%YAML 1.1", "%TAG ! !x", "\u{85}", "\u{2028}", "é",
-        "😀", "\r\n", "<<", "~",
+        "\n",
+        "  ",
+        "    ",
+        "\t",
+        "- ",
+        "-",
+        "? ",
+        ": ",
+        ":",
+        "a",
+        "key",
+        "1",
+        "#",
+        " # c",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        "&a ",
+        "*a",
+        "!!str ",
+        "!t ",
+        "!<x> ",
+        "|",
+        ">-",
+        "|+2",
+        "'",
+        "\"",
+        "\\",
+        "\\x4",
+        "---",
+        "...",
+        "%YAML 1.1",
+        "%TAG ! !x",
+        "\u{85}",
+        "\u{2028}",
+        "é",
+        "😀",
+        "\r\n",
+        "<<",
+        "~",
     ];
 
     fn yamlish() -> impl Strategy<Value = String> {
@@ -711,6 +760,8 @@ fn deep_nesting_is_bounded() {
             column: 10001,
         })
     );
-    let deep_block: String = (0..3000).map(|i| format!("{}- x{i}:\n", " ".repeat(i * 2))).collect();
+    let deep_block: String = (0..3000)
+        .map(|i| format!("{}- x{i}:\n", " ".repeat(i * 2)))
+        .collect();
     assert!(parse_document(&deep_block).is_ok());
 }

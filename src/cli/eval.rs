@@ -69,7 +69,6 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         Ok(run) => run,
         Err(error) => {
             printer.fail(&name, elapsed, &[]);
-            drop(printer);
             print_report(&Report::Error(error.to_string()), err);
             return 1;
         }
@@ -96,13 +95,11 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             }
             Err(message) => {
                 printer.fail(&name, elapsed, &lines);
-                drop(printer);
                 print_report(&Report::Error(message.clone()), err);
                 return 1;
             }
         }
     };
-    drop(printer);
     if let Some(dir) = &args.results_dir {
         let node = result_list_node(i32::from(run.exit_code != 0), &[fn_result]);
         let text = crate::yaml::to_string(&node, crate::yaml::SeqIndent::Wide);

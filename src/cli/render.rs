@@ -34,10 +34,8 @@ pub(super) fn absolute(path: &Path) -> PathBuf {
 /// package resolved (kpt's `ResolveSymlink`).
 fn resolve_package_path(path: &Path) -> PathBuf {
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
-    if is_link {
-        if let Ok(resolved) = std::fs::canonicalize(path) {
-            return resolved;
-        }
+    if is_link && let Ok(resolved) = std::fs::canonicalize(path) {
+        return resolved;
     }
     absolute(path)
 }
@@ -62,12 +60,12 @@ pub(super) fn output_mode(output: Option<&str>) -> Output {
 pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let root = resolve_package_path(args.pkg_path.as_deref().unwrap_or(Path::new(".")));
     let output = output_mode(args.output.as_deref());
-    if let (Output::Dir(dir), Some(given)) = (&output, args.output.as_deref()) {
-        if dir.exists() {
-            let message = format!("directory {given:?} already exists, please delete the directory and retry");
-            print_report(&Report::Error(message), err);
-            return 1;
-        }
+    if let (Output::Dir(dir), Some(given)) = (&output, args.output.as_deref())
+        && dir.exists()
+    {
+        let message = format!("directory {given:?} already exists, please delete the directory and retry");
+        print_report(&Report::Error(message), err);
+        return 1;
     }
     let results_dir = args.results_dir.as_deref().map(absolute);
     let kptfile = match hydrate::load_root(&root) {

@@ -65,14 +65,14 @@ pub fn apply(
 ) -> Result<(), ApplyError> {
     let in_place = *output == Output::InPlace;
     let root = outcome.root.clone();
-    if let Some(error) = &outcome.error {
-        if !outcome.save_on_failure {
-            if in_place {
-                write_status(&root, &outcome, Some(error));
-            }
-            save_results(results_dir, &outcome, log);
-            return Err(ApplyError::Render(error.clone()));
+    if let Some(error) = &outcome.error
+        && !outcome.save_on_failure
+    {
+        if in_place {
+            write_status(&root, &outcome, Some(error));
         }
+        save_results(results_dir, &outcome, log);
+        return Err(ApplyError::Render(error.clone()));
     }
     let mut resources = outcome.resources.clone().unwrap_or_default();
     if let Err(message) = adjust_paths(&root, &mut resources) {
@@ -182,6 +182,17 @@ pub(crate) fn source_resources(root: &Path) -> Result<Vec<crate::yaml::Node>, St
         pending.extend(subs);
     }
     adjust_paths(root, &mut resources)?;
+    // kpt's `fn source` reads the whole tree in one filepath.Walk, i.e. in
+    // lexical order of path components (a subpackage's files sit between
+    // its parent's files by name), not package by package. Stable, so a
+    // file's resources keep their index order.
+    resources.sort_by_cached_key(|node| {
+        resource::annotation(node, resource::PATH)
+            .unwrap_or("")
+            .split('/')
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    });
     Ok(resources)
 }
 

@@ -96,10 +96,10 @@ impl ResultItems {
             return Ok(ResultItems::default());
         };
         let mut results = results.root();
-        if results.is_mapping() {
-            if let Some(items) = results.get("items").filter(|items| !items.content.is_empty()) {
-                results = items;
-            }
+        if results.is_mapping()
+            && let Some(items) = results.get("items").filter(|items| !items.content.is_empty())
+        {
+            results = items;
         }
         if results.is_null() || (results.is_sequence() && results.content.is_empty()) {
             return Ok(ResultItems::default());

@@ -104,10 +104,8 @@ pub fn merge_with_input(output: Vec<Node>, input: Vec<Node>, selected_ids: &[Str
         let found = output
             .iter_mut()
             .find(|candidate| candidate.as_ref().and_then(|c| resource::annotation(c, RESOURCE_ID)) == Some(id.as_str()));
-        if let Some(slot) = found {
-            if let Some(replacement) = slot.take() {
-                merged.push(replacement);
-            }
+        if let Some(replacement) = found.and_then(Option::take) {
+            merged.push(replacement);
         }
     }
     merged.extend(output.into_iter().flatten());

@@ -70,8 +70,8 @@ pub(crate) enum GoValue {
     Struct(Option<StructValue>),
 }
 
-/// The fields of a decoded struct, by YAML key (inline fields flattened
-/// into their own nested value under the empty key's struct name).
+/// The fields of a decoded struct, by field index; an inline struct is a
+/// nested value under its own field index.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct StructValue {
     /// Field values by schema index.
@@ -242,11 +242,11 @@ fn zero(ty: &GoType) -> GoValue {
 fn find_field(s: &'static GoStruct, key: &str) -> Option<Vec<usize>> {
     for (index, field) in s.fields.iter().enumerate() {
         if field.inline {
-            if let GoType::Struct(inner) = &field.ty {
-                if let Some(mut rest) = find_field(inner, key) {
-                    rest.insert(0, index);
-                    return Some(rest);
-                }
+            if let GoType::Struct(inner) = &field.ty
+                && let Some(mut rest) = find_field(inner, key)
+            {
+                rest.insert(0, index);
+                return Some(rest);
             }
         } else if field.key == key {
             return Some(vec![index]);

@@ -333,7 +333,8 @@ pub struct Function {
 }
 
 impl Function {
-    /// The name kpt shows for the step before image expansion.
+    /// True when the step declares `selectors` or `exclude` (kpt then shows
+    /// the selected resource count and uses temporary resource ids).
     pub fn has_selection(&self) -> bool {
         !self.selectors.is_empty() || !self.exclude.is_empty()
     }
@@ -599,10 +600,10 @@ fn validate_function(function: &Function, field: &str, pkg_dir: &Path) -> Result
             format!("functionConfig {config_path:?} must not contain more than one config, got {}", documents.len()),
         ));
     }
-    if let Some(document) = documents.first() {
-        if let Err(reason) = check_krm(document) {
-            return Err(invalid(config_field, Some(config_path), format!("functionConfig {config_path:?}: {reason}")));
-        }
+    if let Some(document) = documents.first()
+        && let Err(reason) = check_krm(document)
+    {
+        return Err(invalid(config_field, Some(config_path), format!("functionConfig {config_path:?}: {reason}")));
     }
     Ok(())
 }

@@ -95,13 +95,8 @@ pub fn run_process(program: &str, args: &[String], input: &[u8], timeout: Durati
     let _ = writer.join();
     let stdout = stdout_reader.join().unwrap_or_default();
     let stderr = stderr_reader.join().unwrap_or_default();
-    let exit_code = match status.code() {
-        Some(code) => code,
-        None => {
-            // Killed by a signal: Go reports -1 as the exit code.
-            -1
-        }
-    };
+    // Killed by a signal: Go reports -1 as the exit code.
+    let exit_code = status.code().unwrap_or(-1);
     Ok(FunctionResponse { stdout, stderr, exit_code })
 }
 

@@ -20,7 +20,9 @@ use super::scanner::{Mark, ScalarStyle, Scanner};
 /// `IsYNodeEmptyDoc`: the root is a `!!null` scalar, e.g. `---` alone).
 pub fn parse_document(src: &str) -> Result<Option<Node>, YamlError> {
     let mut composer = Composer::new(src).map_err(RawError::into_yaml_error)?;
-    let document = composer.next_document().map_err(RawError::into_yaml_error)?;
+    let document = composer
+        .next_document()
+        .map_err(RawError::into_yaml_error)?;
     Ok(document.filter(|doc| !is_null_document(doc)))
 }
 
@@ -30,14 +32,21 @@ pub fn parse_document(src: &str) -> Result<Option<Node>, YamlError> {
 pub fn parse_documents(src: &str) -> Result<Vec<Node>, YamlError> {
     let mut composer = Composer::new(src).map_err(RawError::into_yaml_error)?;
     let mut documents = Vec::new();
-    while let Some(document) = composer.next_document().map_err(RawError::into_yaml_error)? {
+    while let Some(document) = composer
+        .next_document()
+        .map_err(RawError::into_yaml_error)?
+    {
         documents.push(document);
     }
     Ok(documents)
 }
 
 fn is_null_document(doc: &Node) -> bool {
-    doc.kind == NodeKind::Document && doc.content.first().is_some_and(|root| root.tag == tag::NULL)
+    doc.kind == NodeKind::Document
+        && doc
+            .content
+            .first()
+            .is_some_and(|root| root.tag == tag::NULL)
 }
 
 /// A collection under construction, with its pending mapping key.
@@ -80,9 +89,12 @@ impl<'a> Composer<'a> {
     /// Takes the peeked event.
     fn take(&mut self) -> Result<Event, RawError> {
         self.peek()?;
-        self.event
-            .take()
-            .ok_or_else(|| RawError::composer("attempted to go past the end of stream; corrupted value?".to_owned(), Mark::default()))
+        self.event.take().ok_or_else(|| {
+            RawError::composer(
+                "attempted to go past the end of stream; corrupted value?".to_owned(),
+                Mark::default(),
+            )
+        })
     }
 
     fn next_document(&mut self) -> Result<Option<Node>, RawError> {
@@ -283,21 +295,25 @@ fn unexpected_end() -> RawError {
 /// go-yaml's `parser.node`: an explicit tag (other than `!`) is shortened and
 /// marks the node as tagged; otherwise `default_tag` applies.
 fn new_node(kind: NodeKind, default_tag: &str, event: &mut Event) -> Node {
-    let mut node = Node::new_untagged_scalar("");
-    node.kind = kind;
-    if !event.tag.is_empty() && event.tag != "!" {
-        node.tag = short_tag(&event.tag);
-        node.style = Style::TAGGED;
+    let (tag, style) = if !event.tag.is_empty() && event.tag != "!" {
+        (short_tag(&event.tag), Style::TAGGED)
     } else {
-        node.tag = default_tag.to_owned();
+        (default_tag.to_owned(), Style::PLAIN)
+    };
+    Node {
+        kind,
+        style,
+        tag,
+        value: String::new(),
+        anchor: String::new(),
+        content: Vec::new(),
+        head_comment: std::mem::take(&mut event.head_comment),
+        line_comment: std::mem::take(&mut event.line_comment),
+        foot_comment: std::mem::take(&mut event.foot_comment),
+        line: usize::try_from(event.start.line).unwrap_or(0) + 1,
+        column: usize::try_from(event.start.column).unwrap_or(0) + 1,
+        offset: event.start.offset,
     }
-    node.line = usize::try_from(event.start.line).unwrap_or(0) + 1;
-    node.column = usize::try_from(event.start.column).unwrap_or(0) + 1;
-    node.offset = event.start.offset;
-    node.head_comment = std::mem::take(&mut event.head_comment);
-    node.line_comment = std::mem::take(&mut event.line_comment);
-    node.foot_comment = std::mem::take(&mut event.foot_comment);
-    node
 }
 
 /// `tag:yaml.org,2002:x` → `!!x`; other tags unchanged.

@@ -68,7 +68,11 @@ impl RawError {
     }
 
     /// A parser error with a context mark.
-    pub(crate) fn parser_context(context_mark: Mark, problem: &str, problem_mark: Mark) -> RawError {
+    pub(crate) fn parser_context(
+        context_mark: Mark,
+        problem: &str,
+        problem_mark: Mark,
+    ) -> RawError {
         RawError {
             stage: ErrorStage::Parser,
             context_mark,
@@ -147,15 +151,27 @@ mod tests {
     fn go_yaml_line_rules() {
         // Scanner errors count from the context mark, plus one.
         let scanner = RawError::scanner(mark(2), "could not find expected ':'", mark(3));
-        assert_eq!(scanner.into_yaml_error().message, "yaml: line 3: could not find expected ':'");
+        assert_eq!(
+            scanner.into_yaml_error().message,
+            "yaml: line 3: could not find expected ':'"
+        );
         // Parser errors report the 0-based line of the context mark as is.
         let parser = RawError::parser_context(mark(4), "did not find expected key", mark(5));
-        assert_eq!(parser.into_yaml_error().message, "yaml: line 4: did not find expected key");
+        assert_eq!(
+            parser.into_yaml_error().message,
+            "yaml: line 4: did not find expected key"
+        );
         // Context on the first line: the problem mark decides.
         let parser = RawError::parser_context(mark(0), "did not find expected key", mark(5));
-        assert_eq!(parser.into_yaml_error().message, "yaml: line 5: did not find expected key");
+        assert_eq!(
+            parser.into_yaml_error().message,
+            "yaml: line 5: did not find expected key"
+        );
         // Both on the first line: no line at all.
         let parser = RawError::parser("found incompatible YAML document", mark(0));
-        assert_eq!(parser.into_yaml_error().message, "yaml: found incompatible YAML document");
+        assert_eq!(
+            parser.into_yaml_error().message,
+            "yaml: found incompatible YAML document"
+        );
     }
 }

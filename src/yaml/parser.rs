@@ -262,7 +262,10 @@ impl<'a> Parser<'a> {
             State::FlowMappingKey => self.parse_flow_mapping_key(false),
             State::FlowMappingValue => self.parse_flow_mapping_value(false),
             State::FlowMappingEmptyValue => self.parse_flow_mapping_value(true),
-            State::End => Err(RawError::parser("unexpected end of parser", self.scanner_mark())),
+            State::End => Err(RawError::parser(
+                "unexpected end of parser",
+                self.scanner_mark(),
+            )),
         }
     }
 
@@ -450,7 +453,8 @@ impl<'a> Parser<'a> {
             if tag_handle.is_empty() {
                 tag = tag_suffix;
             } else {
-                if let Some((_, prefix)) = self.tag_directives.iter().find(|(h, _)| *h == tag_handle)
+                if let Some((_, prefix)) =
+                    self.tag_directives.iter().find(|(h, _)| *h == tag_handle)
                 {
                     tag = format!("{prefix}{tag_suffix}");
                 }
@@ -619,7 +623,11 @@ impl<'a> Parser<'a> {
         if self.head_comment.len() == stem_len {
             self.head_comment.clear();
         } else {
-            self.head_comment = self.head_comment.get(stem_len + 1..).unwrap_or("").to_owned();
+            self.head_comment = self
+                .head_comment
+                .get(stem_len + 1..)
+                .unwrap_or("")
+                .to_owned();
         }
         Ok(())
     }
@@ -838,17 +846,26 @@ impl<'a> Parser<'a> {
         ) {
             if token.kind == TokenKind::VersionDirective {
                 if seen_version {
-                    return Err(RawError::parser("found duplicate %YAML directive", token.start));
+                    return Err(RawError::parser(
+                        "found duplicate %YAML directive",
+                        token.start,
+                    ));
                 }
                 let version = self.scanner.peek().map(|t| (t.major, t.minor))?;
                 if version != (1, 1) {
-                    return Err(RawError::parser("found incompatible YAML document", token.start));
+                    return Err(RawError::parser(
+                        "found incompatible YAML document",
+                        token.start,
+                    ));
                 }
                 seen_version = true;
             } else {
                 let (handle, prefix, _) = self.take_token_text()?;
                 if self.tag_directives.iter().any(|(h, _)| *h == handle) {
-                    return Err(RawError::parser("found duplicate %TAG directive", token.start));
+                    return Err(RawError::parser(
+                        "found duplicate %TAG directive",
+                        token.start,
+                    ));
                 }
                 self.tag_directives.push((handle, prefix));
             }

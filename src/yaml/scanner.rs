@@ -141,7 +141,11 @@ impl KeysByToken {
     }
 
     fn insert(&mut self, token_number: usize, index: usize) {
-        match self.entries.iter_mut().find(|(number, _)| *number == token_number) {
+        match self
+            .entries
+            .iter_mut()
+            .find(|(number, _)| *number == token_number)
+        {
             Some(entry) => entry.1 = index,
             None => {
                 let at = self
@@ -435,7 +439,10 @@ impl<'a> Scanner<'a> {
         }
         match self.tokens.get_mut(self.head) {
             Some(token) => Ok(token),
-            None => Err(RawError::parser("did not find expected <stream-end>", self.mark)),
+            None => Err(RawError::parser(
+                "did not find expected <stream-end>",
+                self.mark,
+            )),
         }
     }
 
@@ -754,7 +761,8 @@ impl<'a> Scanner<'a> {
         self.unroll_indent(-1, mark);
         self.remove_simple_key()?;
         self.simple_key_allowed = false;
-        self.tokens.push(Token::new(TokenKind::StreamEnd, mark, mark));
+        self.tokens
+            .push(Token::new(TokenKind::StreamEnd, mark, mark));
         Ok(())
     }
 
@@ -819,9 +827,10 @@ impl<'a> Scanner<'a> {
         if self.flow_level == 0 {
             if !self.simple_key_allowed {
                 let mark = self.mark;
-                return Err(
-                    self.set_error(mark, "block sequence entries are not allowed in this context")
-                );
+                return Err(self.set_error(
+                    mark,
+                    "block sequence entries are not allowed in this context",
+                ));
             }
             let mark = self.mark;
             self.roll_indent(mark.column, None, TokenKind::BlockSequenceStart, mark)?;
@@ -1375,7 +1384,12 @@ impl<'a> Scanner<'a> {
         Ok(s)
     }
 
-    fn scan_tag_uri(&mut self, directive: bool, head: &str, start: Mark) -> Result<String, RawError> {
+    fn scan_tag_uri(
+        &mut self,
+        directive: bool,
+        head: &str,
+        start: Mark,
+    ) -> Result<String, RawError> {
         let mut bytes: Vec<u8> = Vec::new();
         let mut has_tag = !head.is_empty();
         if head.len() > 1 {
@@ -1434,7 +1448,9 @@ impl<'a> Scanner<'a> {
     ) -> Result<(), RawError> {
         let mut w: usize = 1024;
         while w > 0 {
-            if !(self.at(0) == b'%' && self.at(1).is_ascii_hexdigit() && self.at(2).is_ascii_hexdigit())
+            if !(self.at(0) == b'%'
+                && self.at(1).is_ascii_hexdigit()
+                && self.at(2).is_ascii_hexdigit())
             {
                 return Err(self.set_error(start, "did not find URI escaped octet"));
             }
@@ -1525,11 +1541,7 @@ impl<'a> Scanner<'a> {
         let mut leading_blank = false;
         while self.mark.column == indent && !self.is_z() {
             let trailing_blank = self.is_blank_at(0);
-            if !literal
-                && !leading_blank
-                && !trailing_blank
-                && leading_break.starts_with('\n')
-            {
+            if !literal && !leading_blank && !trailing_blank && leading_break.starts_with('\n') {
                 if trailing_breaks.is_empty() {
                     s.push(' ');
                 }
@@ -1549,7 +1561,10 @@ impl<'a> Scanner<'a> {
                 let at_break = match b {
                     0 | b'\r' | b'\n' => true,
                     0xC2 => rest.get(i + 1) == Some(&0x85),
-                    0xE2 => rest.get(i + 1) == Some(&0x80) && matches!(rest.get(i + 2), Some(0xA8 | 0xA9)),
+                    0xE2 => {
+                        rest.get(i + 1) == Some(&0x80)
+                            && matches!(rest.get(i + 2), Some(0xA8 | 0xA9))
+                    }
                     _ => false,
                 };
                 if at_break {
@@ -1792,8 +1807,7 @@ impl<'a> Scanner<'a> {
             while !self.is_blankz_at(0) {
                 let c = self.at(0);
                 if (c == b':' && self.is_blankz_at(1))
-                    || (self.flow_level > 0
-                        && matches!(c, b',' | b'?' | b'[' | b']' | b'{' | b'}'))
+                    || (self.flow_level > 0 && matches!(c, b',' | b'?' | b'[' | b']' | b'{' | b'}'))
                 {
                     break;
                 }
@@ -1889,8 +1903,7 @@ mod tests {
     fn kinds(src: &str) -> Vec<TokenKind> {
         let mut scanner = Scanner::new(src);
         let mut out = Vec::new();
-        loop {
-            let Ok(token) = scanner.peek() else { break };
+        while let Ok(token) = scanner.peek() {
             let kind = token.kind;
             out.push(kind);
             scanner.skip_token();
@@ -1947,10 +1960,10 @@ mod tests {
 
     #[test]
     fn plain_scalars_fold_and_quoted_scalars_unescape() {
-        let mut scanner = Scanner::new("a: one\n  two\n\n  three\nb: \"x\\ty\\u00e9\"\nc: 'it''s'\n");
+        let mut scanner =
+            Scanner::new("a: one\n  two\n\n  three\nb: \"x\\ty\\u00e9\"\nc: 'it''s'\n");
         let mut values = Vec::new();
-        loop {
-            let Ok(token) = scanner.peek() else { break };
+        while let Ok(token) = scanner.peek() {
             if token.kind == TokenKind::StreamEnd {
                 break;
             }
@@ -1959,7 +1972,10 @@ mod tests {
             }
             scanner.skip_token();
         }
-        assert_eq!(values, vec!["a", "one two\nthree", "b", "x\ty\u{e9}", "c", "it's"]);
+        assert_eq!(
+            values,
+            vec!["a", "one two\nthree", "b", "x\ty\u{e9}", "c", "it's"]
+        );
     }
 
     #[test]
