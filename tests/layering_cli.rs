@@ -81,7 +81,7 @@ data: {}
 ",
     )
     .expect("write");
-    let (code, stdout, stderr) = run(&[file.clone()]);
+    let (code, stdout, stderr) = run(std::slice::from_ref(&file));
     assert_eq!(code, 1);
     assert_eq!(stdout, "");
     let expected = format!(

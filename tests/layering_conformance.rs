@@ -4,6 +4,7 @@
 //! apart) and compared by the runner's rules — `(schema, name)` key sets,
 //! strictly typed `data`, error class names — in input and reversed order.
 //! Passes with a note when the shared directory is absent.
+#![allow(clippy::print_stderr)] // The pass count and the skip note are the test's report.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

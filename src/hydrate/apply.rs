@@ -182,6 +182,17 @@ pub(crate) fn source_resources(root: &Path) -> Result<Vec<crate::yaml::Node>, St
         pending.extend(subs);
     }
     adjust_paths(root, &mut resources)?;
+    // kpt's `fn source` reads the whole tree in one filepath.Walk, i.e. in
+    // lexical order of path components (a subpackage's files sit between
+    // its parent's files by name), not package by package. Stable, so a
+    // file's resources keep their index order.
+    resources.sort_by_cached_key(|node| {
+        resource::annotation(node, resource::PATH)
+            .unwrap_or("")
+            .split('/')
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    });
     Ok(resources)
 }
 

@@ -11,6 +11,10 @@ use std::fmt;
 
 use super::value::{Key, Map, Value};
 
+/// The largest list index a write may pad a list up to: Deckhand pads
+/// without limit, but a typo like `[99999999999]` must fail, not exhaust memory.
+pub const MAX_CREATED_INDEX: usize = 1_000_000;
+
 /// One step of a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Segment {
@@ -37,6 +41,12 @@ pub enum PathError {
         path: String,
         /// What is wrong with it.
         reason: String,
+    },
+    /// Writing would pad a list beyond [`MAX_CREATED_INDEX`].
+    #[error("list index {index} is too large to create (limit {MAX_CREATED_INDEX})")]
+    IndexTooLarge {
+        /// The index.
+        index: usize,
     },
     /// Writing needs a mapping or list where the data holds something else.
     #[error("cannot create `{segment}` in a {found} value")]
@@ -189,6 +199,9 @@ impl JsonPath {
                         }
                     })
                 }
+                (Segment::Index(index), Value::Seq(_)) if *index > MAX_CREATED_INDEX => {
+                    return Err(PathError::IndexTooLarge { index: *index });
+                }
                 (Segment::Index(index), Value::Seq(items)) => {
                     while items.len() <= *index {
                         items.push(Value::Map(Map::new()));
@@ -285,6 +298,18 @@ mod tests {
         assert_eq!(items.len(), 3);
         assert_eq!(items[0], Value::empty_map());
         assert_eq!(items[2].get("b"), Some(&Value::Int(1)));
+    }
+
+    #[test]
+    fn write_refuses_huge_indexes() {
+        let mut data = Value::empty_map();
+        let path = JsonPath::parse(".a[99999999999]").unwrap();
+        assert_eq!(
+            path.write(&mut data, Value::Int(1)),
+            Err(PathError::IndexTooLarge {
+                index: 99_999_999_999
+            })
+        );
     }
 
     #[test]
