@@ -153,6 +153,12 @@ fn check_sed(output: &str, packages: usize) {
     assert!(output.matches("value-1").count() >= packages * 4, "values written");
 }
 
+fn sorted_lines(text: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    lines
+}
+
 fn kpt_available() -> bool {
     Command::new("kpt").arg("version").output().is_ok_and(|out| out.status.success())
 }
@@ -199,7 +205,16 @@ fn main() {
             command.args(["fn", "render"]).arg(&sed_tree).args(["--allow-exec", "-o", "stdout"]);
             let (time, out) = time_render(command);
             check_sed(&out, packages);
-            (time, out == sed_out)
+            // kpt 1.0.0-beta.56 orders `-o stdout` items differently for
+            // nested packages; report that apart from content differences.
+            let same = if out == sed_out {
+                "yes"
+            } else if sorted_lines(&out) == sorted_lines(&sed_out) {
+                "order only"
+            } else {
+                "no"
+            };
+            (time, same)
         });
         rows.push((packages, files, floor_time, cold, warm, uncached, sed, kpt));
     }
@@ -213,7 +228,7 @@ fn main() {
                 ms(time),
                 format!("{:.0}×", time.as_secs_f64() / sed.as_secs_f64()),
                 format!("{:.0}×", time.as_secs_f64() / cold.as_secs_f64()),
-                if same { "yes" } else { "no" }.to_owned(),
+                same.to_owned(),
             ),
             None => ("skipped".to_owned(), "-".to_owned(), "-".to_owned(), "-".to_owned()),
         };
