@@ -148,3 +148,26 @@ fn no_cache_writes_nothing() {
     assert_eq!(output.status.code(), Some(0));
     assert!(!cache.exists());
 }
+
+#[test]
+fn cache_stats_and_clear() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("app");
+    let cache = temp.path().join("cache");
+    write_package(&pkg);
+    assert_eq!(render(&pkg, &cache, &[]).status.code(), Some(0));
+    let cache_cmd = |sub: &str| {
+        Command::new(env!("CARGO_BIN_EXE_krender"))
+            .args(["cache", sub, "--cache-dir"])
+            .arg(&cache)
+            .output()
+            .unwrap()
+    };
+    let stats = cache_cmd("stats");
+    assert_eq!(stats.status.code(), Some(0));
+    let text = String::from_utf8(stats.stdout).unwrap();
+    assert!(text.contains("entries: 3\n"), "{text}");
+    assert_eq!(cache_cmd("clear").status.code(), Some(0));
+    let text = String::from_utf8(cache_cmd("stats").stdout).unwrap();
+    assert!(text.contains("entries: 0\n"), "{text}");
+}

@@ -31,6 +31,12 @@ pub enum Command {
         #[command(subcommand)]
         command: LayerCommand,
     },
+    /// The function-result cache (krender-only).
+    Cache {
+        /// The cache command.
+        #[command(subcommand)]
+        command: CacheCommand,
+    },
     /// Print the version.
     Version,
 }
@@ -162,4 +168,21 @@ impl CacheArgs {
     pub fn options(&self) -> crate::engine::cache::CacheOptions {
         crate::engine::cache::CacheOptions { dir: self.cache_dir.clone(), disabled: self.no_cache }
     }
+}
+
+/// `krender cache ...`
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Print the number and size of the cached entries.
+    Stats(CacheDirArgs),
+    /// Remove every cached entry.
+    Clear(CacheDirArgs),
+}
+
+/// The cache directory flag of `krender cache`.
+#[derive(Debug, Args)]
+pub struct CacheDirArgs {
+    /// Directory of the function-result cache (default: the user cache dir).
+    #[arg(long = "cache-dir", env = "KRENDER_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
