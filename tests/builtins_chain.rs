@@ -113,8 +113,9 @@ functionConfig:
   metadata:
     name: spin
   source: |
-    for i in range(1000000000000):
-      pass
+    for i in range(1000000000):
+      for j in range(1000000000):
+        pass
 ";
     let request = FunctionRequest {
         target: FunctionTarget::Image("ghcr.io/kptdev/krm-functions-catalog/starlark:latest"),

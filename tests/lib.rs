@@ -3,6 +3,7 @@ mod builtins_chain;
 mod builtins_fixtures;
 mod builtins_porch;
 mod cli_render;
+mod engine_cache;
 mod pkg_rw;
 mod yaml_golden;
 mod yaml_parse;

@@ -765,3 +765,47 @@ fn deep_nesting_is_bounded() {
         .collect();
     assert!(parse_document(&deep_block).is_ok());
 }
+
+#[test]
+fn multiple_documents_and_markers() {
+    let src = "a: 1\n# foot of a\n---\n# head of b\nb: 2\n...\n---\n%TAG !e! tag:example.com,2000:\n--- !e!thing\nc: !!map {}\n";
+    let dumped: String = parse_documents(src)
+        .map(|docs| docs.iter().map(dump).collect())
+        .unwrap_or_else(|e| e.message);
+    assert_eq!(
+        dumped,
+        // A comment right before `---` is scanned as a head comment (the
+        // `---` is not a line break), cannot go on the block end, and so
+        // becomes the document's foot; at the end of the stream the same
+        // comment would be the foot of `a` (kyaml splits pieces there).
+        r##"Doc @1:1 foot="# foot of a"
+  Map !!map @1:1
+    Scalar !!str "a" @1:1
+    Scalar !!int "1" @1:4
+Doc @3:1
+  Map !!map @5:1
+    Scalar !!str "b" @5:1 head="# head of b"
+    Scalar !!int "2" @5:4
+Doc @7:1
+  Scalar !!null "" @8:1
+Doc @8:1
+  Map tag:example.com,2000:thing TAGGED @9:5
+    Scalar !!str "c" @10:1
+    Map !!map TAGGED|FLOW @10:4
+"##
+    );
+    // Only the first document counts for a fresh decoder; text after `...`
+    // in the same piece is never looked at as a document.
+    assert_eq!(
+        parse("x: 1\n...\n"),
+        "Doc @1:1\n  Map !!map @1:1\n    Scalar !!str \"x\" @1:1\n    Scalar !!int \"1\" @1:4\n"
+    );
+    assert_eq!(
+        parse("a: 1\n# foot of a\n"),
+        "Doc @1:1\n  Map !!map @1:1\n    Scalar !!str \"a\" @1:1 foot=\"# foot of a\"\n    Scalar !!int \"1\" @1:4\n"
+    );
+    assert_eq!(
+        parse("!e!x 1\n"),
+        "Error: yaml: found undefined tag handle\n"
+    );
+}

@@ -31,6 +31,12 @@ pub enum Command {
         #[command(subcommand)]
         command: LayerCommand,
     },
+    /// The function-result cache (krender-only).
+    Cache {
+        /// The cache command.
+        #[command(subcommand)]
+        command: CacheCommand,
+    },
     /// Print the version.
     Version,
 }
@@ -89,6 +95,9 @@ pub struct RenderArgs {
     /// Prefix for short image names.
     #[arg(long = "image-prefix", env = "KPT_IMAGE_PREFIX")]
     pub image_prefix: Option<String>,
+    /// The persistent function-result cache.
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 /// Flags of `fn eval`.
@@ -121,6 +130,9 @@ pub struct EvalArgs {
     /// Prefix for short image names.
     #[arg(long = "image-prefix", env = "KPT_IMAGE_PREFIX")]
     pub image_prefix: Option<String>,
+    /// The persistent function-result cache.
+    #[command(flatten)]
+    pub cache: CacheArgs,
     /// `KEY=VALUE` pairs for the function's ConfigMap.
     #[arg(last = true)]
     pub config: Vec<String>,
@@ -138,4 +150,39 @@ pub struct SourceArgs {
 pub struct SinkArgs {
     /// Directory to write to.
     pub dir: PathBuf,
+}
+
+/// Cache flags shared by `fn render` and `fn eval` (krender-only).
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// Directory of the function-result cache (default: the user cache dir).
+    #[arg(long = "cache-dir", env = "KRENDER_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Run every function even when a cached result exists.
+    #[arg(long = "no-cache")]
+    pub no_cache: bool,
+}
+
+impl CacheArgs {
+    /// The engine's view of these flags.
+    pub fn options(&self) -> crate::engine::cache::CacheOptions {
+        crate::engine::cache::CacheOptions { dir: self.cache_dir.clone(), disabled: self.no_cache }
+    }
+}
+
+/// `krender cache ...`
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Print the number and size of the cached entries.
+    Stats(CacheDirArgs),
+    /// Remove every cached entry.
+    Clear(CacheDirArgs),
+}
+
+/// The cache directory flag of `krender cache`.
+#[derive(Debug, Args)]
+pub struct CacheDirArgs {
+    /// Directory of the function-result cache (default: the user cache dir).
+    #[arg(long = "cache-dir", env = "KRENDER_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
 }

@@ -41,7 +41,7 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     }
     let config = (!data.is_empty()).then(|| bridge::config_map_node(&data));
     let prefix = args.image_prefix.clone().unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned());
-    let image_runtime = image_evaluator(&ChainOptions { image_pull_policy: args.image_pull_policy.clone() });
+    let image_runtime = crate::engine::cache::wrap_image_evaluator(image_evaluator(&ChainOptions { image_pull_policy: args.image_pull_policy.clone() }), &args.cache.options());
     let exec_runtime = ExecEvaluator;
     let (name, evaluator, image, exec): (String, &dyn Evaluator, String, String) = match (&args.image, &args.exec) {
         (Some(image), None) => {

@@ -3,6 +3,7 @@
 //! to the process's stdout and stderr.
 
 pub mod args;
+mod cache;
 mod eval;
 mod render;
 
@@ -35,6 +36,7 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
         Command::Layer { command: LayerCommand::Render { paths } } => {
             crate::layering::render_command(&paths, &mut out, &mut err)
         }
+        Command::Cache { command } => cache::run(&command, &mut out, &mut err),
         Command::Version => {
             let _ = writeln!(out, "{}", env!("CARGO_PKG_VERSION"));
             0

@@ -83,7 +83,7 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
         in_place: output == Output::InPlace,
         ..RenderOptions::default()
     };
-    let image = image_evaluator(&ChainOptions { image_pull_policy: args.image_pull_policy.clone() });
+    let image = crate::engine::cache::wrap_image_evaluator(image_evaluator(&ChainOptions { image_pull_policy: args.image_pull_policy.clone() }), &args.cache.options());
     let exec = ExecEvaluator;
     let runtimes = Runtimes { image: image.as_ref(), exec: &exec };
     let outcome = hydrate::hydrate(&root, kptfile, &options, runtimes, err);

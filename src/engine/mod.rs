@@ -1,2 +1,4 @@
 //! The incremental engine: salsa queries over file inputs, blake3 keys, the
 //! persistent function-result cache and level-by-level parallel scheduling.
+pub mod cache;
+pub mod levels;

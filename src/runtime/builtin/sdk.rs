@@ -34,24 +34,26 @@ impl ResourceList {
         let text =
             std::str::from_utf8(input).map_err(|err| format!("input is not valid UTF-8: {err}"))?;
         let document = parse_document(text).map_err(|err| err.to_string())?;
-        let Some(document) = document else {
+        let Some(mut document) = document else {
             return Ok(ResourceList {
                 items: Vec::new(),
                 function_config: None,
             });
         };
-        let root = document.root();
+        let root = document.root_mut();
         if !root.is_mapping() {
             return Err("input is not a ResourceList".to_owned());
         }
-        let items = match root.get("items") {
-            Some(items) if items.is_sequence() => items.content.clone(),
+        // Take the subtrees out of the parsed document instead of copying
+        // them: the item list can be large.
+        let items = match root.get_mut("items") {
+            Some(items) if items.is_sequence() => std::mem::take(&mut items.content),
             _ => Vec::new(),
         };
         let function_config = root
-            .get("functionConfig")
+            .get_mut("functionConfig")
             .filter(|config| config.is_mapping() && !config.content.is_empty())
-            .cloned();
+            .map(|config| std::mem::replace(config, Node::new_mapping()));
         Ok(ResourceList {
             items,
             function_config,

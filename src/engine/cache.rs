@@ -1,0 +1,632 @@
+//! The persistent function-result cache: a [`CachingEvaluator`] wraps any
+//! [`Evaluator`] and stores the responses of pure functions in a cacache
+//! directory, keyed by a blake3 digest of everything the response depends on.
+//!
+//! What is cached is decided by [`CachePolicy`]: builtins (image steps the
+//! function table routes to the in-process builtin that serves them) are pure
+//! and cached; `exec:` steps, executables and containers are not, because
+//! nothing tells us they are pure. A cache failure never fails a call: the
+//! wrapped evaluator runs instead. An entry that fails cacache's integrity
+//! check (or our own decoding) is removed and recomputed, never served.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+
+use crate::runtime::builtin::Builtin;
+use crate::runtime::config::{FunctionTable, Route};
+use crate::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+
+/// Bumped whenever the key layout or the value encoding changes, so an old
+/// cache directory is never misread.
+const FORMAT_VERSION: u32 = 1;
+
+/// Magic prefix of an encoded value.
+const VALUE_MAGIC: &[u8; 4] = b"KRC1";
+
+/// Environment variable naming the cache directory.
+pub const CACHE_DIR_ENV: &str = "KRENDER_CACHE_DIR";
+
+/// The default cache directory: `$XDG_CACHE_HOME/krender`, else
+/// `$HOME/.cache/krender`; `None` when neither variable is set.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
+        return Some(PathBuf::from(xdg).join("krender"));
+    }
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(|home| PathBuf::from(home).join(".cache").join("krender"))
+}
+
+/// Which calls may be answered from the cache, and under what identity.
+#[derive(Clone, Debug, Default)]
+pub struct CachePolicy {
+    /// The function table the image evaluator routes by; `None` when it
+    /// could not be loaded (then images are not cached, since we cannot
+    /// tell how they would run).
+    pub table: Option<FunctionTable>,
+}
+
+impl CachePolicy {
+    /// The evaluator identity under which `target`'s results may be cached,
+    /// or `None` when the function is not known to be pure.
+    pub fn identity(&self, target: FunctionTarget<'_>) -> Option<String> {
+        match target {
+            FunctionTarget::Image(image) => {
+                let table = self.table.as_ref()?;
+                // The builtin evaluator serves an image only when the image
+                // name itself resolves to the routed builtin; otherwise the
+                // chain falls through to a container, which is not pure.
+                match table.route(image) {
+                    Route::Builtin(builtin) if Builtin::for_image(image) == Some(builtin) => {
+                        Some(format!("builtin:{}", builtin.name()))
+                    }
+                    _ => None,
+                }
+            }
+            FunctionTarget::Exec(_) => None,
+        }
+    }
+}
+
+/// Counters of what the cache did, for tests and `cache stats`-style output.
+#[derive(Debug, Default)]
+pub struct CacheStats {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    writes: AtomicU64,
+    uncacheable: AtomicU64,
+    corrupt: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// A point-in-time copy of [`CacheStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStatsSnapshot {
+    /// Calls answered from the cache.
+    pub hits: u64,
+    /// Cacheable calls that had to run.
+    pub misses: u64,
+    /// Responses stored.
+    pub writes: u64,
+    /// Calls the policy does not cache.
+    pub uncacheable: u64,
+    /// Entries dropped because they failed the integrity check or decoding.
+    pub corrupt: u64,
+    /// Cache reads or writes that failed (the call ran anyway).
+    pub errors: u64,
+}
+
+impl CacheStats {
+    /// The current counts.
+    pub fn snapshot(&self) -> CacheStatsSnapshot {
+        CacheStatsSnapshot {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            uncacheable: self.uncacheable.load(Ordering::Relaxed),
+            corrupt: self.corrupt.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+        }
+    }
+
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Everything a cached response depends on. It is serialised into the
+/// blake3 hasher, so this struct is the one place defining the key.
+#[derive(Serialize)]
+struct CacheKey<'a> {
+    format: u32,
+    /// The krender build, because builtin behaviour changes between builds.
+    build: &'a str,
+    /// Which implementation runs the function (`builtin:set-namespace`).
+    evaluator: &'a str,
+    /// The image or exec command as the Kptfile names it.
+    target: &'a str,
+    /// blake3 of the ResourceList bytes (the function config is inside).
+    input: String,
+}
+
+impl CacheKey<'_> {
+    fn digest(&self) -> String {
+        let mut hasher = blake3::Hasher::new();
+        // Serialising into a hasher cannot fail except through a serializer
+        // bug; an unhashable key just disables caching for this call.
+        match serde_json::to_writer(&mut hasher, self) {
+            Ok(()) => hasher.finalize().to_hex().to_string(),
+            Err(_) => String::new(),
+        }
+    }
+}
+
+/// Identifies the running krender build cheaply: the package version plus
+/// the size and modification time of the executable. Hashing the executable
+/// itself would cost more than a warm render.
+fn build_identity() -> String {
+    let exe = std::env::current_exe().ok();
+    let meta = exe.as_deref().and_then(|exe| std::fs::metadata(exe).ok());
+    let (len, mtime) = meta.map_or((0, 0), |meta| {
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |since| since.as_nanos());
+        (meta.len(), mtime)
+    });
+    format!("{}+{len}+{mtime}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Encodes a response: magic, exit code, then stdout and stderr, each
+/// length-prefixed (little-endian).
+fn encode(response: &FunctionResponse) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(24 + response.stdout.len() + response.stderr.len());
+    bytes.extend_from_slice(VALUE_MAGIC);
+    bytes.extend_from_slice(&response.exit_code.to_le_bytes());
+    for part in [&response.stdout, &response.stderr] {
+        bytes.extend_from_slice(&(part.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(part);
+    }
+    bytes
+}
+
+/// Decodes [`encode`]'s output; `None` for anything malformed.
+fn decode(bytes: &[u8]) -> Option<FunctionResponse> {
+    let rest = bytes.strip_prefix(VALUE_MAGIC.as_slice())?;
+    let (code, mut rest) = rest.split_first_chunk::<4>()?;
+    let mut parts = [Vec::new(), Vec::new()];
+    for part in &mut parts {
+        let (len, tail) = rest.split_first_chunk::<8>()?;
+        let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
+        if tail.len() < len {
+            return None;
+        }
+        let (body, tail) = tail.split_at(len);
+        *part = body.to_vec();
+        rest = tail;
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    let [stdout, stderr] = parts;
+    Some(FunctionResponse {
+        stdout,
+        stderr,
+        exit_code: i32::from_le_bytes(*code),
+    })
+}
+
+/// Wraps an evaluator with the persistent result cache.
+pub struct CachingEvaluator<E> {
+    inner: E,
+    dir: PathBuf,
+    policy: CachePolicy,
+    build: String,
+    stats: CacheStats,
+}
+
+impl<E: Evaluator> CachingEvaluator<E> {
+    /// Caches `inner`'s pure calls (per `policy`) in `dir`.
+    pub fn new(inner: E, dir: PathBuf, policy: CachePolicy) -> CachingEvaluator<E> {
+        CachingEvaluator {
+            inner,
+            dir,
+            policy,
+            build: build_identity(),
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// What the cache did so far.
+    pub fn stats(&self) -> CacheStatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// The cache directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The cache key of `request`, or `None` if it is not cacheable.
+    fn key(&self, request: &FunctionRequest<'_>) -> Option<String> {
+        let evaluator = self.policy.identity(request.target)?;
+        let target = match request.target {
+            FunctionTarget::Image(image) | FunctionTarget::Exec(image) => image,
+        };
+        let key = CacheKey {
+            format: FORMAT_VERSION,
+            build: &self.build,
+            evaluator: &evaluator,
+            target,
+            input: blake3::hash(request.input).to_hex().to_string(),
+        }
+        .digest();
+        (!key.is_empty()).then_some(key)
+    }
+
+    /// Reads an entry; a corrupt one is removed and reported as absent.
+    fn lookup(&self, key: &str) -> Option<FunctionResponse> {
+        match cacache::read_sync(&self.dir, key) {
+            Ok(bytes) => match decode(&bytes) {
+                Some(response) => Some(response),
+                None => {
+                    self.drop_corrupt(key);
+                    None
+                }
+            },
+            Err(cacache::Error::EntryNotFound(..)) => None,
+            Err(cacache::Error::IntegrityError(_) | cacache::Error::SizeMismatch(..)) => {
+                self.drop_corrupt(key);
+                None
+            }
+            Err(error) => {
+                CacheStats::bump(&self.stats.errors);
+                tracing::debug!(target: "krender::cache", %error, "cache read failed");
+                None
+            }
+        }
+    }
+
+    /// Removes the index entry and its content, so the content file is
+    /// rewritten on the next store (cacache skips writing content whose
+    /// file already exists).
+    fn drop_corrupt(&self, key: &str) {
+        CacheStats::bump(&self.stats.corrupt);
+        tracing::warn!(target: "krender::cache", key, "dropping corrupt cache entry");
+        if let Ok(Some(meta)) = cacache::metadata_sync(&self.dir, key) {
+            let _ = cacache::remove_hash_sync(&self.dir, &meta.integrity);
+        }
+        let _ = cacache::remove_sync(&self.dir, key);
+    }
+
+    fn store(&self, key: &str, response: &FunctionResponse) {
+        match cacache::write_sync(&self.dir, key, encode(response)) {
+            Ok(_) => CacheStats::bump(&self.stats.writes),
+            Err(error) => {
+                CacheStats::bump(&self.stats.errors);
+                tracing::debug!(target: "krender::cache", %error, "cache write failed");
+            }
+        }
+    }
+}
+
+impl<E: Evaluator> Evaluator for CachingEvaluator<E> {
+    fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
+        let Some(key) = self.key(request) else {
+            CacheStats::bump(&self.stats.uncacheable);
+            return self.inner.evaluate(request);
+        };
+        if let Some(response) = self.lookup(&key) {
+            CacheStats::bump(&self.stats.hits);
+            tracing::debug!(target: "krender::cache", key, "cache hit");
+            return Ok(response);
+        }
+        CacheStats::bump(&self.stats.misses);
+        let response = self.inner.evaluate(request)?;
+        // Only successes are stored: a failing builtin may have failed
+        // because of its deadline (starlark), which is not a function of
+        // the key. Failures are rare and cheap to recompute.
+        if response.exit_code == 0 {
+            self.store(&key, &response);
+        }
+        Ok(response)
+    }
+}
+
+/// Boxed evaluators (what the CLI builds) can be wrapped too.
+impl<E: Evaluator + ?Sized> Evaluator for Box<E> {
+    fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
+        (**self).evaluate(request)
+    }
+}
+
+/// The CLI's cache settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheOptions {
+    /// `--cache-dir` / `KRENDER_CACHE_DIR`; `None` means [`default_cache_dir`].
+    pub dir: Option<PathBuf>,
+    /// `--no-cache`.
+    pub disabled: bool,
+}
+
+impl CacheOptions {
+    /// The directory the cache lives in, if caching is on and one is known.
+    pub fn resolved_dir(&self) -> Option<PathBuf> {
+        if self.disabled {
+            return None;
+        }
+        self.dir.clone().or_else(default_cache_dir)
+    }
+}
+
+impl CachePolicy {
+    /// The policy for the function table the image evaluator loads
+    /// (`$KRENDER_CONFIG`, else `./render.toml`, else the defaults).
+    pub fn from_environment() -> CachePolicy {
+        let path = std::env::var_os(crate::runtime::chain::CONFIG_ENV)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("render.toml"));
+        CachePolicy {
+            table: FunctionTable::load(&path).ok(),
+        }
+    }
+}
+
+/// Wraps the CLI's image evaluator in the cache when `options` enable it.
+pub fn wrap_image_evaluator(inner: Box<dyn Evaluator>, options: &CacheOptions) -> Box<dyn Evaluator> {
+    match options.resolved_dir() {
+        Some(dir) => Box::new(CachingEvaluator::new(inner, dir, CachePolicy::from_environment())),
+        None => inner,
+    }
+}
+
+/// A summary of a cache directory, for `krender cache stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheDirSummary {
+    /// Live index entries.
+    pub entries: u64,
+    /// Total size of their values in bytes.
+    pub bytes: u64,
+}
+
+/// Why a cache directory could not be inspected or cleared.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum CacheError {
+    /// cacache failed (its error is miette 5, so it is a source, not
+    /// transparent).
+    #[error("cache directory {dir}: {source}")]
+    #[diagnostic(code(krender::engine::cache))]
+    Cacache {
+        /// The cache directory.
+        dir: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: cacache::Error,
+    },
+}
+
+/// Counts the entries in `dir` (an absent directory is empty).
+pub fn summarize(dir: &Path) -> Result<CacheDirSummary, CacheError> {
+    let mut summary = CacheDirSummary::default();
+    // cacache creates its index directory on the first write.
+    if !dir.join("index-v5").exists() {
+        return Ok(summary);
+    }
+    for entry in cacache::index::ls(dir) {
+        let entry = entry.map_err(|source| CacheError::Cacache {
+            dir: dir.to_owned(),
+            source,
+        })?;
+        summary.entries += 1;
+        summary.bytes += entry.size as u64;
+    }
+    Ok(summary)
+}
+
+/// Removes every entry in `dir`.
+pub fn clear(dir: &Path) -> Result<(), CacheError> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    cacache::clear_sync(dir).map_err(|source| CacheError::Cacache {
+        dir: dir.to_owned(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Counts calls and echoes the input with a marker.
+    #[derive(Default)]
+    struct CountingEvaluator {
+        calls: AtomicUsize,
+    }
+
+    impl Evaluator for CountingEvaluator {
+        fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            let mut stdout = b"out:".to_vec();
+            stdout.extend_from_slice(request.input);
+            Ok(FunctionResponse {
+                stdout,
+                stderr: b"note\n".to_vec(),
+                exit_code: 0,
+            })
+        }
+    }
+
+    const SET_NAMESPACE: &str = "ghcr.io/kptdev/krm-functions-catalog/set-namespace:latest";
+
+    fn request<'a>(target: FunctionTarget<'a>, input: &'a [u8]) -> FunctionRequest<'a> {
+        FunctionRequest {
+            target,
+            input,
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn evaluator(dir: &Path) -> CachingEvaluator<CountingEvaluator> {
+        CachingEvaluator::new(
+            CountingEvaluator::default(),
+            dir.to_owned(),
+            CachePolicy {
+                table: Some(FunctionTable::default()),
+            },
+        )
+    }
+
+    fn calls(evaluator: &CachingEvaluator<CountingEvaluator>) -> usize {
+        evaluator.inner.calls.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn second_call_is_a_hit_and_returns_the_same_response() {
+        let dir = tempfile::tempdir().unwrap();
+        let cached = evaluator(dir.path());
+        let req = request(FunctionTarget::Image(SET_NAMESPACE), b"items: []\n");
+        let first = cached.evaluate(&req).unwrap();
+        let second = cached.evaluate(&req).unwrap();
+        assert_eq!(first, second);
+        assert_eq!(second.stdout, b"out:items: []\n");
+        assert_eq!(calls(&cached), 1);
+        let stats = cached.stats();
+        assert_eq!((stats.hits, stats.misses, stats.writes), (1, 1, 1));
+    }
+
+    #[test]
+    fn hits_survive_a_new_process_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        let req = request(FunctionTarget::Image(SET_NAMESPACE), b"a");
+        evaluator(dir.path()).evaluate(&req).unwrap();
+        let again = evaluator(dir.path());
+        assert_eq!(again.evaluate(&req).unwrap().stdout, b"out:a");
+        assert_eq!(calls(&again), 0);
+        assert_eq!(summarize(dir.path()).unwrap().entries, 1);
+    }
+
+    #[test]
+    fn different_input_or_image_misses() {
+        let dir = tempfile::tempdir().unwrap();
+        let cached = evaluator(dir.path());
+        cached.evaluate(&request(FunctionTarget::Image(SET_NAMESPACE), b"a")).unwrap();
+        cached.evaluate(&request(FunctionTarget::Image(SET_NAMESPACE), b"b")).unwrap();
+        let labels = "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest";
+        cached.evaluate(&request(FunctionTarget::Image(labels), b"a")).unwrap();
+        assert_eq!(calls(&cached), 3);
+        assert_eq!(cached.stats().hits, 0);
+    }
+
+    #[test]
+    fn corrupt_entry_is_dropped_and_recomputed() {
+        let dir = tempfile::tempdir().unwrap();
+        let cached = evaluator(dir.path());
+        let req = request(FunctionTarget::Image(SET_NAMESPACE), b"items: []\n");
+        cached.evaluate(&req).unwrap();
+        // Flip the content file's bytes behind cacache's back.
+        let key = cached.key(&req).unwrap();
+        let meta = cacache::metadata_sync(dir.path(), &key).unwrap().unwrap();
+        let content = content_files(&dir.path().join("content-v2"));
+        assert_eq!(content.len(), 1, "one content file: {content:?}");
+        std::fs::write(&content[0], b"garbage that is not the value").unwrap();
+        assert!(cacache::read_hash_sync(dir.path(), &meta.integrity).is_err());
+
+        let response = cached.evaluate(&req).unwrap();
+        assert_eq!(response.stdout, b"out:items: []\n");
+        assert_eq!(calls(&cached), 2);
+        assert_eq!(cached.stats().corrupt, 1);
+        // The recomputed value was stored again and is served intact.
+        let third = cached.evaluate(&req).unwrap();
+        assert_eq!(third.stdout, b"out:items: []\n");
+        assert_eq!(calls(&cached), 2);
+    }
+
+    fn content_files(dir: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_owned()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        files
+    }
+
+    #[test]
+    fn exec_and_container_images_are_not_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let cached = evaluator(dir.path());
+        let exec = request(FunctionTarget::Exec("sed -e s/a/b/"), b"a");
+        cached.evaluate(&exec).unwrap();
+        cached.evaluate(&exec).unwrap();
+        let container = request(FunctionTarget::Image("example.com/my-fn:v1"), b"a");
+        cached.evaluate(&container).unwrap();
+        cached.evaluate(&container).unwrap();
+        assert_eq!(calls(&cached), 4);
+        assert_eq!(cached.stats().uncacheable, 4);
+        assert_eq!(summarize(dir.path()).unwrap().entries, 0);
+    }
+
+    #[test]
+    fn images_routed_elsewhere_by_the_table_are_not_cached() {
+        let table = FunctionTable::parse(
+            "[[function]]\nimage = \"set-namespace\"\nexecutable = { \"*\" = \"/bin/true\" }\n",
+            Path::new("render.toml"),
+        )
+        .unwrap();
+        let policy = CachePolicy { table: Some(table) };
+        assert_eq!(policy.identity(FunctionTarget::Image(SET_NAMESPACE)), None);
+        let default = CachePolicy {
+            table: Some(FunctionTable::default()),
+        };
+        assert_eq!(
+            default.identity(FunctionTarget::Image(SET_NAMESPACE)).as_deref(),
+            Some("builtin:set-namespace")
+        );
+    }
+
+    #[test]
+    fn failures_are_not_stored() {
+        struct Failing;
+        impl Evaluator for Failing {
+            fn evaluate(&self, _: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
+                Ok(FunctionResponse {
+                    exit_code: 1,
+                    ..FunctionResponse::default()
+                })
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let cached = CachingEvaluator::new(
+            Failing,
+            dir.path().to_owned(),
+            CachePolicy {
+                table: Some(FunctionTable::default()),
+            },
+        );
+        let req = request(FunctionTarget::Image(SET_NAMESPACE), b"a");
+        assert_eq!(cached.evaluate(&req).unwrap().exit_code, 1);
+        assert_eq!(cached.evaluate(&req).unwrap().exit_code, 1);
+        assert_eq!(cached.stats().misses, 2);
+        assert_eq!(cached.stats().writes, 0);
+    }
+
+    #[test]
+    fn an_unwritable_cache_dir_still_runs_the_function() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, b"x").unwrap();
+        let cached = evaluator(&file);
+        let req = request(FunctionTarget::Image(SET_NAMESPACE), b"a");
+        assert_eq!(cached.evaluate(&req).unwrap().stdout, b"out:a");
+        assert_eq!(cached.evaluate(&req).unwrap().stdout, b"out:a");
+        assert_eq!(calls(&cached), 2);
+        assert!(cached.stats().errors >= 1);
+    }
+
+    #[test]
+    fn value_encoding_round_trips_and_rejects_truncation() {
+        let response = FunctionResponse {
+            stdout: b"abc".to_vec(),
+            stderr: b"".to_vec(),
+            exit_code: -3,
+        };
+        let bytes = encode(&response);
+        assert_eq!(decode(&bytes), Some(response));
+        for cut in 0..bytes.len() {
+            assert_eq!(decode(&bytes[..cut]), None, "cut at {cut}");
+        }
+    }
+}
