@@ -86,7 +86,11 @@ fn generate(root: &Path, packages: usize, pipeline: Pipeline) {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("Kptfile"), kptfile(&format!("p{pkg}"), pipeline)).unwrap();
         // Spread the resources over three files, as real packages do.
-        for (file, range) in [("deployment.yaml", 0..4), ("service.yaml", 4..7), ("config.yaml", 7..RESOURCES_PER_PACKAGE)] {
+        for (file, range) in [
+            ("deployment.yaml", 0..4),
+            ("service.yaml", 4..7),
+            ("config.yaml", 7..RESOURCES_PER_PACKAGE),
+        ] {
             let docs: Vec<String> = range.map(|idx| resource(pkg, idx)).collect();
             std::fs::write(dir.join(file), docs.join("---\n")).unwrap();
         }
@@ -143,14 +147,29 @@ fn krender(root: &Path, cache: &Path, extra: &[&str]) -> Command {
 fn check_builtins(output: &str, packages: usize) {
     let resources = packages * RESOURCES_PER_PACKAGE;
     // Each resource gets the namespace; Kptfiles also carry it in their configMap.
-    assert!(output.matches("namespace: bench").count() >= resources, "namespaces set");
-    assert!(!output.contains("kind: Deployment\nmetadata:\n  name: app-0-0 # main workload\n  labels"), "namespace inserted");
-    assert!(output.matches("owner: bench").count() >= resources, "labels set");
+    assert!(
+        output.matches("namespace: bench").count() >= resources,
+        "namespaces set"
+    );
+    assert!(
+        !output.contains("kind: Deployment\nmetadata:\n  name: app-0-0 # main workload\n  labels"),
+        "namespace inserted"
+    );
+    assert!(
+        output.matches("owner: bench").count() >= resources,
+        "labels set"
+    );
 }
 
 fn check_sed(output: &str, packages: usize) {
-    assert!(!output.contains("PLACEHOLDER_0") && !output.contains("PLACEHOLDER_1"), "placeholders replaced");
-    assert!(output.matches("value-1").count() >= packages * 4, "values written");
+    assert!(
+        !output.contains("PLACEHOLDER_0") && !output.contains("PLACEHOLDER_1"),
+        "placeholders replaced"
+    );
+    assert!(
+        output.matches("value-1").count() >= packages * 4,
+        "values written"
+    );
 }
 
 fn sorted_lines(text: &str) -> Vec<&str> {
@@ -160,7 +179,10 @@ fn sorted_lines(text: &str) -> Vec<&str> {
 }
 
 fn kpt_available() -> bool {
-    Command::new("kpt").arg("version").output().is_ok_and(|out| out.status.success())
+    Command::new("kpt")
+        .arg("version")
+        .output()
+        .is_ok_and(|out| out.status.success())
 }
 
 fn ms(duration: Duration) -> String {
@@ -174,9 +196,15 @@ fn main() {
     }
     // `KRENDER_BENCH_SIZES=10,50` overrides the sizes (quick checks).
     if let Ok(list) = std::env::var("KRENDER_BENCH_SIZES") {
-        sizes = list.split(',').filter_map(|size| size.trim().parse().ok()).collect();
+        sizes = list
+            .split(',')
+            .filter_map(|size| size.trim().parse().ok())
+            .collect();
     }
-    let kpt_max: usize = std::env::var("KRENDER_BENCH_KPT_MAX").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let kpt_max: usize = std::env::var("KRENDER_BENCH_KPT_MAX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
     let has_kpt = kpt_available();
     let temp = tempfile::tempdir().unwrap();
     let mut rows = Vec::new();
@@ -202,7 +230,10 @@ fn main() {
         check_sed(&sed_out, packages);
         let kpt = (has_kpt && packages <= kpt_max).then(|| {
             let mut command = Command::new("kpt");
-            command.args(["fn", "render"]).arg(&sed_tree).args(["--allow-exec", "-o", "stdout"]);
+            command
+                .args(["fn", "render"])
+                .arg(&sed_tree)
+                .args(["--allow-exec", "-o", "stdout"]);
             let (time, out) = time_render(command);
             check_sed(&out, packages);
             // kpt 1.0.0-beta.56 orders `-o stdout` items differently for
@@ -220,7 +251,9 @@ fn main() {
     }
 
     println!();
-    println!("| packages | files | floor (stat+read+blake3) | krender builtins cold | warm (cache hits) | warm / floor | --no-cache | krender sed exec | kpt sed exec | kpt / krender (exec) | kpt-exec / krender-builtins cold | same bytes as kpt |");
+    println!(
+        "| packages | files | floor (stat+read+blake3) | krender builtins cold | warm (cache hits) | warm / floor | --no-cache | krender sed exec | kpt sed exec | kpt / krender (exec) | kpt-exec / krender-builtins cold | same bytes as kpt |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|");
     for (packages, files, floor_time, cold, warm, uncached, sed, kpt) in rows {
         let (kpt_time, ratio_exec, ratio_builtins, same) = match kpt {
@@ -230,7 +263,12 @@ fn main() {
                 format!("{:.0}×", time.as_secs_f64() / cold.as_secs_f64()),
                 same.to_owned(),
             ),
-            None => ("skipped".to_owned(), "-".to_owned(), "-".to_owned(), "-".to_owned()),
+            None => (
+                "skipped".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+            ),
         };
         println!(
             "| {packages} | {files} | {} | {} | {} | {:.1}× | {} | {} | {kpt_time} | {ratio_exec} | {ratio_builtins} | {same} |",

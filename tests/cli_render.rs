@@ -22,13 +22,19 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&current) else { continue };
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
                 pending.push(path);
             } else if let Ok(bytes) = std::fs::read(&path) {
-                let rel = path.strip_prefix(dir).expect("inside").to_string_lossy().into_owned();
+                let rel = path
+                    .strip_prefix(dir)
+                    .expect("inside")
+                    .to_string_lossy()
+                    .into_owned();
                 files.insert(rel, bytes);
             }
         }
@@ -54,7 +60,12 @@ fn copy_dir(from: &Path, to: &Path) {
 fn render(case: &str, args: &[&str]) -> Run {
     let temp = tempfile::tempdir().expect("tempdir");
     let pkg = temp.path().join(case);
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render").join(case), &pkg);
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/render")
+            .join(case),
+        &pkg,
+    );
     let before = snapshot(&pkg);
     let output = Command::new(env!("CARGO_BIN_EXE_krender"))
         .args(["fn", "render"])
@@ -77,13 +88,19 @@ fn render(case: &str, args: &[&str]) -> Run {
 
 impl Run {
     fn file(&self, rel: &str) -> String {
-        String::from_utf8_lossy(self.after.get(rel).map(Vec::as_slice).unwrap_or_default()).into_owned()
+        String::from_utf8_lossy(self.after.get(rel).map(Vec::as_slice).unwrap_or_default())
+            .into_owned()
     }
 
     /// Every file except `except` is byte-identical to before.
     fn unchanged_except(&self, except: &[&str]) {
         let keys: Vec<&String> = self.before.keys().collect();
-        assert_eq!(keys, self.after.keys().collect::<Vec<_>>(), "set of files changed in {}", self.pkg.display());
+        assert_eq!(
+            keys,
+            self.after.keys().collect::<Vec<_>>(),
+            "set of files changed in {}",
+            self.pkg.display()
+        );
         for (rel, bytes) in &self.before {
             if except.contains(&rel.as_str()) {
                 continue;
@@ -108,7 +125,10 @@ fn missing_kptfile_is_reported() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        format!("Error: No Kptfile found at {:?}. \n", temp.path().display().to_string())
+        format!(
+            "Error: No Kptfile found at {:?}. \n",
+            temp.path().display().to_string()
+        )
     );
 }
 
@@ -116,7 +136,12 @@ fn missing_kptfile_is_reported() {
 fn legacy_kptfile_is_rejected_untouched() {
     let run = render("legacy-kptfile", &[]);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("has an old version (\"v1alpha1\") of the Kptfile schema"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("has an old version (\"v1alpha1\") of the Kptfile schema"),
+        "{}",
+        run.stderr
+    );
     run.unchanged_except(&[]);
 }
 
@@ -140,7 +165,10 @@ fn exec_function_rewrites_resources_and_records_status() {
         run.stderr,
         "Package \"exec-sed\":\n[RUNNING] \"sed -e 's/foo/bar/'\" on package \"exec-sed\"\n[PASS] \"sed -e 's/foo/bar/'\" in 0s\n\nSuccessfully executed 1 function(s) in 1 package(s).\n"
     );
-    assert_eq!(run.file("cm.yaml"), "# a comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  value: bar\n");
+    assert_eq!(
+        run.file("cm.yaml"),
+        "# a comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  value: bar\n"
+    );
     assert_eq!(
         run.file("Kptfile"),
         "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: sed -e 's/bar/bar/'\nstatus:\n  conditions:\n    - type: Rendered\n      status: \"True\"\n      reason: RenderSuccess\n  renderStatus:\n    mutationSteps:\n      - exec: sed -e 's/foo/bar/'\n        exitCode: 0\n"
@@ -151,7 +179,13 @@ fn exec_function_rewrites_resources_and_records_status() {
 fn exec_without_allow_exec_is_refused_and_only_status_is_written() {
     let run = render("exec-no-allow", &[]);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.ends_with("Error: must run with `--allow-exec` option to allow running function binaries \n"), "{}", run.stderr);
+    assert!(
+        run.stderr.ends_with(
+            "Error: must run with `--allow-exec` option to allow running function binaries \n"
+        ),
+        "{}",
+        run.stderr
+    );
     run.unchanged_except(&["Kptfile"]);
     assert_eq!(
         run.file("Kptfile"),
@@ -177,15 +211,27 @@ fn failing_exec_output_is_truncated_and_files_untouched() {
 fn failing_exec_output_is_whole_without_truncation() {
     let run = render("exec-fail", &["--allow-exec", "--truncate-output=false"]);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("    line6\n    \n  Exit code: 3\n\n"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("    line6\n    \n  Exit code: 3\n\n"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
 fn save_on_render_failure_keeps_earlier_mutations() {
     let run = render("save-on-failure", &["--allow-exec"]);
     assert_eq!(run.code, 1);
-    assert_eq!(run.file("cm.yaml"), "# a comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  value: bar\n");
-    assert!(run.stderr.contains("Partially executed 1 function(s) in 1 package(s).\n"), "{}", run.stderr);
+    assert_eq!(
+        run.file("cm.yaml"),
+        "# a comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  value: bar\n"
+    );
+    assert!(
+        run.stderr
+            .contains("Partially executed 1 function(s) in 1 package(s).\n"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -194,22 +240,44 @@ fn bfs_renders_parents_first() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     // The root's pipeline ran first and saw the subpackage; the subpackage's
     // pipeline then saw the root's edit.
-    assert!(run.file("sub/cm.yaml").contains("stage: sub"), "{}", run.file("sub/cm.yaml"));
-    assert!(run.file("cm.yaml").contains("stage: root"), "{}", run.file("cm.yaml"));
-    assert!(run.stderr.starts_with("Package \"bfs-order\":\n"), "{}", run.stderr);
+    assert!(
+        run.file("sub/cm.yaml").contains("stage: sub"),
+        "{}",
+        run.file("sub/cm.yaml")
+    );
+    assert!(
+        run.file("cm.yaml").contains("stage: root"),
+        "{}",
+        run.file("cm.yaml")
+    );
+    assert!(
+        run.stderr.starts_with("Package \"bfs-order\":\n"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
 fn results_dir_gets_a_function_result_list() {
     let temp = tempfile::tempdir().expect("tempdir");
     let results = temp.path().join("results");
-    let run = render("exec-sed", &["--allow-exec", "--results-dir", results.to_str().expect("utf-8")]);
+    let run = render(
+        "exec-sed",
+        &[
+            "--allow-exec",
+            "--results-dir",
+            results.to_str().expect("utf-8"),
+        ],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(
         std::fs::read_to_string(results.join("results.yaml")).expect("results file"),
         "apiVersion: kpt.dev/v1\nkind: FunctionResultList\nmetadata:\n  name: fnresults\nexitCode: 0\nitems:\n  - exec: sed -e 's/foo/bar/'\n    exitCode: 0\n"
     );
-    assert!(run.stderr.ends_with(&format!("For complete results, see {}\n", results.join("results.yaml").display())));
+    assert!(run.stderr.ends_with(&format!(
+        "For complete results, see {}\n",
+        results.join("results.yaml").display()
+    )));
     let _ = run.stdout;
 }
 
@@ -252,7 +320,9 @@ fn selectors_limit_what_the_function_sees() {
     let run = render("selectors", &["--allow-exec"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
-        run.stderr.contains("[RUNNING] \"sed -e 's/foo/bar/'\" on 1 resource(s) on package \"selectors\"\n"),
+        run.stderr.contains(
+            "[RUNNING] \"sed -e 's/foo/bar/'\" on 1 resource(s) on package \"selectors\"\n"
+        ),
         "{}",
         run.stderr
     );
@@ -281,16 +351,32 @@ fn stdout_output_leaves_the_package_alone() {
     let run = render("exec-sed", &["--allow-exec", "-o", "stdout"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     run.unchanged_except(&[]);
-    assert!(run.stdout.starts_with("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"), "{}", run.stdout);
-    assert!(run.stdout.contains("  data:\n    value: bar\n"), "{}", run.stdout);
-    assert!(!run.stderr.contains("Successfully executed"), "{}", run.stderr);
+    assert!(
+        run.stdout
+            .starts_with("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("  data:\n    value: bar\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stderr.contains("Successfully executed"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
 fn existing_output_directory_is_refused() {
     let temp = tempfile::tempdir().expect("tempdir");
     let pkg = temp.path().join("exec-sed");
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render/exec-sed"), &pkg);
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render/exec-sed"),
+        &pkg,
+    );
     std::fs::create_dir(temp.path().join("out")).expect("mkdir");
     let output = Command::new(env!("CARGO_BIN_EXE_krender"))
         .args(["fn", "render", "exec-sed", "--allow-exec", "-o", "out"])
@@ -309,13 +395,27 @@ fn eval_runs_one_function_on_stdin() {
     use std::io::Write as _;
     let input = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n  data:\n    value: foo\n";
     let mut child = Command::new(env!("CARGO_BIN_EXE_krender"))
-        .args(["fn", "eval", "-", "--allow-exec", "--exec", "sed -e s/foo/bar/", "--", "k=v"])
+        .args([
+            "fn",
+            "eval",
+            "-",
+            "--allow-exec",
+            "--exec",
+            "sed -e s/foo/bar/",
+            "--",
+            "k=v",
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
     let output = child.wait_with_output().expect("wait");
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
@@ -343,10 +443,27 @@ fn dfs_renders_subpackages_first() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     // The subpackage's pipeline ran first (dry -> sub); the root's pipeline
     // then saw the subpackage's output (sub -> root).
-    assert!(run.file("sub/cm.yaml").contains("stage: root"), "{}", run.file("sub/cm.yaml"));
-    assert!(run.file("cm.yaml").contains("stage: dry"), "{}", run.file("cm.yaml"));
-    assert!(run.stderr.starts_with("Package \"dfs-order/sub\":\n"), "{}", run.stderr);
-    assert!(run.stderr.ends_with("Successfully executed 2 function(s) in 2 package(s).\n"), "{}", run.stderr);
+    assert!(
+        run.file("sub/cm.yaml").contains("stage: root"),
+        "{}",
+        run.file("sub/cm.yaml")
+    );
+    assert!(
+        run.file("cm.yaml").contains("stage: dry"),
+        "{}",
+        run.file("cm.yaml")
+    );
+    assert!(
+        run.stderr.starts_with("Package \"dfs-order/sub\":\n"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .ends_with("Successfully executed 2 function(s) in 2 package(s).\n"),
+        "{}",
+        run.stderr
+    );
     assert!(
         run.file("Kptfile").ends_with(
             "    mutationSteps:\n      - exec: 'sed -e ''s/stage: dry/stage: sub/'''\n        exitCode: 0\n      - exec: 'sed -e ''s/stage: sub/stage: root/'''\n        exitCode: 0\n"

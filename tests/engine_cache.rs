@@ -104,7 +104,12 @@ fn warm_render_is_byte_identical_and_served_from_the_cache() {
     write_package(&pkg);
 
     let cold = render(&pkg, &cache, &[]);
-    assert_eq!(cold.status.code(), Some(0), "{}", String::from_utf8_lossy(&cold.stderr));
+    assert_eq!(
+        cold.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&cold.stderr)
+    );
     let cold_stdout = String::from_utf8(cold.stdout.clone()).unwrap();
     assert!(cold_stdout.contains("namespace: aaaa"), "{cold_stdout}");
     assert!(cold_stdout.contains("component: db"), "{cold_stdout}");

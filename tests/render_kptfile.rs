@@ -38,7 +38,10 @@ pipeline:
     assert!(kptfile.annotation_is_true("kpt.dev/bfs-rendering"));
     let mutators = &kptfile.pipeline.mutators;
     assert_eq!(mutators.len(), 2);
-    assert_eq!(mutators[0].config_map.get("namespace").map(String::as_str), Some("staging"));
+    assert_eq!(
+        mutators[0].config_map.get("namespace").map(String::as_str),
+        Some("staging")
+    );
     assert_eq!(mutators[1].exec, "./fn.sh");
     assert_eq!(mutators[1].selectors[0].kind, "Deployment");
     assert_eq!(mutators[1].exclude[0].name, "skip");
@@ -69,8 +72,10 @@ pipeline:
 
 #[test]
 fn every_unmarshal_error_is_listed() {
-    let error = parse("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: [a]\nfoo: 1\npipeline: x\n")
-        .expect_err("three problems");
+    let error = parse(
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: [a]\nfoo: 1\npipeline: x\n",
+    )
+    .expect_err("three problems");
     assert_eq!(
         error.to_string(),
         "Kptfile at \"/pkgs/app\" can't be read.\n\nDetails:\nyaml: unmarshal errors:\n  line 4: cannot unmarshal !!seq into string\n  line 5: field foo not found in type v1.KptFile\n  line 6: cannot unmarshal !!str `x` into v1.Pipeline"
@@ -79,16 +84,22 @@ fn every_unmarshal_error_is_listed() {
 
 #[test]
 fn malformed_yaml_keeps_the_parser_message() {
-    let error = parse("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata\n  name: app\n").expect_err("not YAML");
+    let error = parse("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata\n  name: app\n")
+        .expect_err("not YAML");
     let text = error.to_string();
-    assert!(text.starts_with("Kptfile at \"/pkgs/app\" can't be read.\n\nDetails:\nyaml: line "), "{text}");
+    assert!(
+        text.starts_with("Kptfile at \"/pkgs/app\" can't be read.\n\nDetails:\nyaml: line "),
+        "{text}"
+    );
 }
 
 #[test]
 fn legacy_versions_are_rejected() {
     for version in ["v1alpha1", "v1alpha2"] {
-        let error = parse(&format!("apiVersion: kpt.dev/{version}\nkind: Kptfile\nmetadata:\n  name: app\n"))
-            .expect_err("legacy");
+        let error = parse(&format!(
+            "apiVersion: kpt.dev/{version}\nkind: Kptfile\nmetadata:\n  name: app\n"
+        ))
+        .expect_err("legacy");
         assert_eq!(
             error.to_string(),
             format!(
@@ -114,7 +125,9 @@ pipeline:
 ",
     )
     .expect("decodes");
-    let error = kptfile.validate(Path::new("/nonexistent")).expect_err("invalid");
+    let error = kptfile
+        .validate(Path::new("/nonexistent"))
+        .expect_err("invalid");
     assert_eq!(
         error.to_string(),
         "Kptfile is invalid:\nField: `pipeline.mutators[0]`\nReason: functionConfig must not specify both `configMap` and `configPath` at the same time\n"
@@ -135,14 +148,25 @@ fn config_path_checks() {
         let text = format!(
             "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - image: set-labels\n      configPath: {path}\n"
         );
-        Kptfile::parse(&text, dir).expect("decodes").validate(dir).map_err(|e| e.to_string())
+        Kptfile::parse(&text, dir)
+            .expect("decodes")
+            .validate(dir)
+            .map_err(|e| e.to_string())
     };
     assert_eq!(
         check("two.yaml").expect_err("two documents"),
         "Kptfile is invalid:\nField: `pipeline.mutators[0].configPath`\nValue: \"two.yaml\"\nReason: functionConfig \"two.yaml\" must not contain more than one config, got 2\n"
     );
-    assert!(check("noname.yaml").expect_err("no name").contains("resource must have `metadata.name`"));
-    assert!(check("../x.yaml").expect_err("outside").contains("Reason: path must not be outside the package\n"));
+    assert!(
+        check("noname.yaml")
+            .expect_err("no name")
+            .contains("resource must have `metadata.name`")
+    );
+    assert!(
+        check("../x.yaml")
+            .expect_err("outside")
+            .contains("Reason: path must not be outside the package\n")
+    );
     let missing = check("missing.yaml").expect_err("missing");
     assert_eq!(
         missing,
@@ -156,7 +180,16 @@ fn config_path_checks() {
 #[test]
 fn short_image_names_get_the_catalog_prefix() {
     let prefix = krender::pkg::kptfile::DEFAULT_IMAGE_PREFIX;
-    assert_eq!(with_default_tag(&resolve_image("set-labels", prefix)), "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest");
-    assert_eq!(resolve_image("set-labels:v1", "example.com/fns"), "example.com/fns/set-labels:v1");
-    assert_eq!(resolve_image("docker.io/x/y:v1", prefix), "docker.io/x/y:v1");
+    assert_eq!(
+        with_default_tag(&resolve_image("set-labels", prefix)),
+        "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest"
+    );
+    assert_eq!(
+        resolve_image("set-labels:v1", "example.com/fns"),
+        "example.com/fns/set-labels:v1"
+    );
+    assert_eq!(
+        resolve_image("docker.io/x/y:v1", prefix),
+        "docker.io/x/y:v1"
+    );
 }

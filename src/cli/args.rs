@@ -166,7 +166,10 @@ pub struct CacheArgs {
 impl CacheArgs {
     /// The engine's view of these flags.
     pub fn options(&self) -> crate::engine::cache::CacheOptions {
-        crate::engine::cache::CacheOptions { dir: self.cache_dir.clone(), disabled: self.no_cache }
+        crate::engine::cache::CacheOptions {
+            dir: self.cache_dir.clone(),
+            disabled: self.no_cache,
+        }
     }
 }
 

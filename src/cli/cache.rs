@@ -11,7 +11,10 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
         CacheCommand::Stats(args) | CacheCommand::Clear(args) => args,
     };
     let Some(dir) = args.cache_dir.clone().or_else(default_cache_dir) else {
-        let _ = writeln!(err, "Error: no cache directory: set --cache-dir or KRENDER_CACHE_DIR");
+        let _ = writeln!(
+            err,
+            "Error: no cache directory: set --cache-dir or KRENDER_CACHE_DIR"
+        );
         return 1;
     };
     let result = match command {

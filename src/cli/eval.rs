@@ -19,7 +19,10 @@ use crate::runtime::{Evaluator, FunctionTarget};
 /// Runs `fn eval` and returns the exit code.
 pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     if args.dir.as_deref() != Some("-") {
-        print_report(&Report::Error("fn eval: only `-` (a ResourceList on stdin) is supported".to_owned()), err);
+        print_report(
+            &Report::Error("fn eval: only `-` (a ResourceList on stdin) is supported".to_owned()),
+            err,
+        );
         return 1;
     }
     let mut input = String::new();
@@ -40,31 +43,63 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         data.insert(key.to_owned(), value.to_owned());
     }
     let config = (!data.is_empty()).then(|| bridge::config_map_node(&data));
-    let prefix = args.image_prefix.clone().unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned());
-    let image_runtime = crate::engine::cache::wrap_image_evaluator(image_evaluator(&ChainOptions { image_pull_policy: args.image_pull_policy.clone() }), &args.cache.options());
+    let prefix = args
+        .image_prefix
+        .clone()
+        .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned());
+    let image_runtime = crate::engine::cache::wrap_image_evaluator(
+        image_evaluator(&ChainOptions {
+            image_pull_policy: args.image_pull_policy.clone(),
+        }),
+        &args.cache.options(),
+    );
     let exec_runtime = ExecEvaluator;
-    let (name, evaluator, image, exec): (String, &dyn Evaluator, String, String) = match (&args.image, &args.exec) {
-        (Some(image), None) => {
-            let image = kptfile::with_default_tag(&kptfile::resolve_image(image, &prefix));
-            (image.clone(), image_runtime.as_ref(), image, String::new())
-        }
-        (None, Some(exec)) if args.allow_exec => (exec.clone(), &exec_runtime, String::new(), exec.clone()),
-        (None, Some(_)) => {
-            print_report(&Report::Error(crate::hydrate::ALLOW_EXEC_MESSAGE.to_owned()), err);
-            return 1;
-        }
-        _ => {
-            print_report(&Report::Error("must specify --image or --exec".to_owned()), err);
-            return 1;
-        }
+    let (name, evaluator, image, exec): (String, &dyn Evaluator, String, String) =
+        match (&args.image, &args.exec) {
+            (Some(image), None) => {
+                let image = kptfile::with_default_tag(&kptfile::resolve_image(image, &prefix));
+                (image.clone(), image_runtime.as_ref(), image, String::new())
+            }
+            (None, Some(exec)) if args.allow_exec => {
+                (exec.clone(), &exec_runtime, String::new(), exec.clone())
+            }
+            (None, Some(_)) => {
+                print_report(
+                    &Report::Error(crate::hydrate::ALLOW_EXEC_MESSAGE.to_owned()),
+                    err,
+                );
+                return 1;
+            }
+            _ => {
+                print_report(
+                    &Report::Error("must specify --image or --exec".to_owned()),
+                    err,
+                );
+                return 1;
+            }
+        };
+    let target = if image.is_empty() {
+        FunctionTarget::Exec(&exec)
+    } else {
+        FunctionTarget::Image(&image)
     };
-    let target = if image.is_empty() { FunctionTarget::Exec(&exec) } else { FunctionTarget::Image(&image) };
     let mut printer = Printer::new(err, args.truncate_output);
     printer.running(&name, None, None);
     let started = Instant::now();
-    let run = bridge::run_filter(evaluator, target, items, config.as_ref(), true, crate::hydrate::RenderOptions::default().timeout);
+    let run = bridge::run_filter(
+        evaluator,
+        target,
+        items,
+        config.as_ref(),
+        true,
+        crate::hydrate::RenderOptions::default().timeout,
+    );
     let elapsed = started.elapsed();
-    let mut fn_result = FnResult { image: image.clone(), exec: exec.clone(), ..FnResult::default() };
+    let mut fn_result = FnResult {
+        image: image.clone(),
+        exec: exec.clone(),
+        ..FnResult::default()
+    };
     let run = match run {
         Ok(run) => run,
         Err(error) => {
@@ -73,7 +108,11 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             return 1;
         }
     };
-    let stderr = if image.is_empty() { run.stderr.clone() } else { crate::hydrate::trim_container_stderr(&run.stderr) };
+    let stderr = if image.is_empty() {
+        run.stderr.clone()
+    } else {
+        crate::hydrate::trim_container_stderr(&run.stderr)
+    };
     fn_result.stderr = stderr.clone();
     fn_result.exit_code = run.exit_code;
     fn_result.results = ResultItems::from_node(run.results.as_ref()).unwrap_or_default();

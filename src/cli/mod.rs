@@ -29,13 +29,22 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
     let mut out = stdout.lock();
     let mut err = stderr.lock();
     let code = match cli.command {
-        Command::Fn { command: FnCommand::Render(args) } | Command::Render(args) => render::run(&args, &mut out, &mut err),
-        Command::Fn { command: FnCommand::Eval(args) } => eval::run(&args, &mut out, &mut err),
-        Command::Fn { command: FnCommand::Source(args) } => eval::source(&args, &mut out, &mut err),
-        Command::Fn { command: FnCommand::Sink(args) } => eval::sink(&args, &mut err),
-        Command::Layer { command: LayerCommand::Render { paths } } => {
-            crate::layering::render_command(&paths, &mut out, &mut err)
+        Command::Fn {
+            command: FnCommand::Render(args),
         }
+        | Command::Render(args) => render::run(&args, &mut out, &mut err),
+        Command::Fn {
+            command: FnCommand::Eval(args),
+        } => eval::run(&args, &mut out, &mut err),
+        Command::Fn {
+            command: FnCommand::Source(args),
+        } => eval::source(&args, &mut out, &mut err),
+        Command::Fn {
+            command: FnCommand::Sink(args),
+        } => eval::sink(&args, &mut err),
+        Command::Layer {
+            command: LayerCommand::Render { paths },
+        } => crate::layering::render_command(&paths, &mut out, &mut err),
         Command::Cache { command } => cache::run(&command, &mut out, &mut err),
         Command::Version => {
             let _ = writeln!(out, "{}", env!("CARGO_PKG_VERSION"));

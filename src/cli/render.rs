@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::args::RenderArgs;
-use crate::hydrate::{self, Output, Report, RenderOptions, Runtimes};
+use crate::hydrate::{self, Output, RenderOptions, Report, Runtimes};
 use crate::pkg::kptfile::DEFAULT_IMAGE_PREFIX;
 use crate::runtime::chain::{ChainOptions, image_evaluator};
 use crate::runtime::exec::ExecEvaluator;
@@ -15,7 +15,9 @@ pub(super) fn absolute(path: &Path) -> PathBuf {
     let joined = if path.is_absolute() {
         path.to_path_buf()
     } else {
-        std::env::current_dir().map(|cwd| cwd.join(path)).unwrap_or_else(|_| path.to_path_buf())
+        std::env::current_dir()
+            .map(|cwd| cwd.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
     };
     let mut clean = PathBuf::new();
     for component in joined.components() {
@@ -63,7 +65,8 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
     if let (Output::Dir(dir), Some(given)) = (&output, args.output.as_deref())
         && dir.exists()
     {
-        let message = format!("directory {given:?} already exists, please delete the directory and retry");
+        let message =
+            format!("directory {given:?} already exists, please delete the directory and retry");
         print_report(&Report::Error(message), err);
         return 1;
     }
@@ -79,13 +82,24 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
         allow_exec: args.allow_exec,
         allow_wasm: args.allow_wasm,
         truncate_output: args.truncate_output,
-        image_prefix: args.image_prefix.clone().unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned()),
+        image_prefix: args
+            .image_prefix
+            .clone()
+            .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned()),
         in_place: output == Output::InPlace,
         ..RenderOptions::default()
     };
-    let image = crate::engine::cache::wrap_image_evaluator(image_evaluator(&ChainOptions { image_pull_policy: args.image_pull_policy.clone() }), &args.cache.options());
+    let image = crate::engine::cache::wrap_image_evaluator(
+        image_evaluator(&ChainOptions {
+            image_pull_policy: args.image_pull_policy.clone(),
+        }),
+        &args.cache.options(),
+    );
     let exec = ExecEvaluator;
-    let runtimes = Runtimes { image: image.as_ref(), exec: &exec };
+    let runtimes = Runtimes {
+        image: image.as_ref(),
+        exec: &exec,
+    };
     let outcome = hydrate::hydrate(&root, kptfile, &options, runtimes, err);
     match hydrate::apply(outcome, &output, results_dir.as_deref(), out, err) {
         Ok(()) => 0,

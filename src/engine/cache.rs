@@ -356,9 +356,16 @@ impl CachePolicy {
 }
 
 /// Wraps the CLI's image evaluator in the cache when `options` enable it.
-pub fn wrap_image_evaluator(inner: Box<dyn Evaluator>, options: &CacheOptions) -> Box<dyn Evaluator> {
+pub fn wrap_image_evaluator(
+    inner: Box<dyn Evaluator>,
+    options: &CacheOptions,
+) -> Box<dyn Evaluator> {
     match options.resolved_dir() {
-        Some(dir) => Box::new(CachingEvaluator::new(inner, dir, CachePolicy::from_environment())),
+        Some(dir) => Box::new(CachingEvaluator::new(
+            inner,
+            dir,
+            CachePolicy::from_environment(),
+        )),
         None => inner,
     }
 }
@@ -496,10 +503,16 @@ mod tests {
     fn different_input_or_image_misses() {
         let dir = tempfile::tempdir().unwrap();
         let cached = evaluator(dir.path());
-        cached.evaluate(&request(FunctionTarget::Image(SET_NAMESPACE), b"a")).unwrap();
-        cached.evaluate(&request(FunctionTarget::Image(SET_NAMESPACE), b"b")).unwrap();
+        cached
+            .evaluate(&request(FunctionTarget::Image(SET_NAMESPACE), b"a"))
+            .unwrap();
+        cached
+            .evaluate(&request(FunctionTarget::Image(SET_NAMESPACE), b"b"))
+            .unwrap();
         let labels = "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest";
-        cached.evaluate(&request(FunctionTarget::Image(labels), b"a")).unwrap();
+        cached
+            .evaluate(&request(FunctionTarget::Image(labels), b"a"))
+            .unwrap();
         assert_eq!(calls(&cached), 3);
         assert_eq!(cached.stats().hits, 0);
     }
@@ -572,7 +585,9 @@ mod tests {
             table: Some(FunctionTable::default()),
         };
         assert_eq!(
-            default.identity(FunctionTarget::Image(SET_NAMESPACE)).as_deref(),
+            default
+                .identity(FunctionTarget::Image(SET_NAMESPACE))
+                .as_deref(),
             Some("builtin:set-namespace")
         );
     }

@@ -40,7 +40,9 @@ pub enum LevelsError {
 /// Levels of `prerequisites`, which maps every node to the nodes that must
 /// run before it (for DFS rendering: a package's subpackages; for BFS: its
 /// parent). Every node must be a key.
-pub fn levels<N: Ord + Clone + Display>(prerequisites: &BTreeMap<N, Vec<N>>) -> Result<Vec<Vec<N>>, LevelsError> {
+pub fn levels<N: Ord + Clone + Display>(
+    prerequisites: &BTreeMap<N, Vec<N>>,
+) -> Result<Vec<Vec<N>>, LevelsError> {
     let mut remaining: BTreeMap<&N, usize> = BTreeMap::new();
     let mut dependents: BTreeMap<&N, Vec<&N>> = BTreeMap::new();
     for (node, before) in prerequisites {
@@ -58,7 +60,11 @@ pub fn levels<N: Ord + Clone + Display>(prerequisites: &BTreeMap<N, Vec<N>>) -> 
         remaining.insert(node, before.len());
     }
     let mut result = Vec::new();
-    let mut ready: Vec<&N> = remaining.iter().filter(|(_, count)| **count == 0).map(|(node, _)| *node).collect();
+    let mut ready: Vec<&N> = remaining
+        .iter()
+        .filter(|(_, count)| **count == 0)
+        .map(|(node, _)| *node)
+        .collect();
     while !ready.is_empty() {
         for node in &ready {
             remaining.remove(*node);
@@ -85,7 +91,10 @@ pub fn levels<N: Ord + Clone + Display>(prerequisites: &BTreeMap<N, Vec<N>>) -> 
 
 /// Follows unfinished prerequisites from the smallest unfinished node until
 /// a node repeats; every unfinished node has one, so this ends in a cycle.
-fn find_cycle<N: Ord + Display>(prerequisites: &BTreeMap<N, Vec<N>>, unfinished: &BTreeSet<&N>) -> CycleError {
+fn find_cycle<N: Ord + Display>(
+    prerequisites: &BTreeMap<N, Vec<N>>,
+    unfinished: &BTreeSet<&N>,
+) -> CycleError {
     let mut path: Vec<&N> = Vec::new();
     let mut current = unfinished.first().copied();
     while let Some(node) = current {
@@ -112,14 +121,25 @@ fn find_cycle<N: Ord + Display>(prerequisites: &BTreeMap<N, Vec<N>>, unfinished:
 mod tests {
     use super::*;
 
-    fn graph(edges: &[(&'static str, &[&'static str])]) -> BTreeMap<&'static str, Vec<&'static str>> {
-        edges.iter().map(|(node, before)| (*node, before.to_vec())).collect()
+    fn graph(
+        edges: &[(&'static str, &[&'static str])],
+    ) -> BTreeMap<&'static str, Vec<&'static str>> {
+        edges
+            .iter()
+            .map(|(node, before)| (*node, before.to_vec()))
+            .collect()
     }
 
     #[test]
     fn dfs_tree_runs_leaves_first_sorted_within_a_level() {
         // root needs its subpackages; b needs its own subpackage b/c.
-        let dag = graph(&[("root", &["b", "a"]), ("a", &[]), ("b", &["b/c"]), ("b/c", &[]), ("d", &[])]);
+        let dag = graph(&[
+            ("root", &["b", "a"]),
+            ("a", &[]),
+            ("b", &["b/c"]),
+            ("b/c", &[]),
+            ("d", &[]),
+        ]);
         assert_eq!(
             levels(&dag).unwrap(),
             vec![vec!["a", "b/c", "d"], vec!["b"], vec!["root"]]
@@ -128,24 +148,49 @@ mod tests {
 
     #[test]
     fn bfs_tree_runs_parents_first() {
-        let dag = graph(&[("root", &[]), ("a", &["root"]), ("b", &["root"]), ("b/c", &["b"])]);
-        assert_eq!(levels(&dag).unwrap(), vec![vec!["root"], vec!["a", "b"], vec!["b/c"]]);
+        let dag = graph(&[
+            ("root", &[]),
+            ("a", &["root"]),
+            ("b", &["root"]),
+            ("b/c", &["b"]),
+        ]);
+        assert_eq!(
+            levels(&dag).unwrap(),
+            vec![vec!["root"], vec!["a", "b"], vec!["b/c"]]
+        );
     }
 
     #[test]
     fn diamond_and_duplicate_edges() {
-        let dag = graph(&[("a", &[]), ("b", &["a", "a"]), ("c", &["a"]), ("d", &["b", "c"])]);
-        assert_eq!(levels(&dag).unwrap(), vec![vec!["a"], vec!["b", "c"], vec!["d"]]);
+        let dag = graph(&[
+            ("a", &[]),
+            ("b", &["a", "a"]),
+            ("c", &["a"]),
+            ("d", &["b", "c"]),
+        ]);
+        assert_eq!(
+            levels(&dag).unwrap(),
+            vec![vec!["a"], vec!["b", "c"], vec!["d"]]
+        );
     }
 
     #[test]
     fn empty_graph_has_no_levels() {
-        assert_eq!(levels::<&str>(&BTreeMap::new()).unwrap(), Vec::<Vec<&str>>::new());
+        assert_eq!(
+            levels::<&str>(&BTreeMap::new()).unwrap(),
+            Vec::<Vec<&str>>::new()
+        );
     }
 
     #[test]
     fn cycle_is_reported_with_its_path() {
-        let dag = graph(&[("a", &["b"]), ("b", &["c"]), ("c", &["a"]), ("x", &[]), ("y", &["a"])]);
+        let dag = graph(&[
+            ("a", &["b"]),
+            ("b", &["c"]),
+            ("c", &["a"]),
+            ("x", &[]),
+            ("y", &["a"]),
+        ]);
         let error = levels(&dag).unwrap_err();
         assert_eq!(error.to_string(), "dependency cycle: a -> b -> c -> a");
     }
@@ -153,7 +198,10 @@ mod tests {
     #[test]
     fn self_loop_is_a_cycle() {
         let dag = graph(&[("a", &["a"])]);
-        assert_eq!(levels(&dag).unwrap_err().to_string(), "dependency cycle: a -> a");
+        assert_eq!(
+            levels(&dag).unwrap_err().to_string(),
+            "dependency cycle: a -> a"
+        );
     }
 
     #[test]

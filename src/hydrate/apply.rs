@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use super::results::{StepRecord, result_list_node};
 use super::{HydrateError, RenderOutcome, Report, bridge};
-use crate::krm::resource::clean_path;
 use crate::krm::resource;
+use crate::krm::resource::clean_path;
 use crate::pkg::kptfile::{self, Condition, Kptfile};
 use crate::yaml::SeqIndent;
 use crate::yaml::node::Style;
@@ -83,8 +83,14 @@ pub fn apply(
         }
         return Err(ApplyError::Write { message });
     }
-    let output_files: BTreeSet<String> =
-        resources.iter().map(|r| resource::annotation(r, resource::PATH).unwrap_or("").to_owned()).collect();
+    let output_files: BTreeSet<String> = resources
+        .iter()
+        .map(|r| {
+            resource::annotation(r, resource::PATH)
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
     if std::env::var_os("KRM_DISABLE_ATTRIBUTION").is_none() {
         add_attribution(&mut resources);
     }
@@ -105,11 +111,20 @@ pub fn apply(
             }
         }
         let summary = if outcome.error.is_none() {
-            format!("Successfully executed {} function(s) in {} package(s).\n", outcome.executed, outcome.n_packages)
+            format!(
+                "Successfully executed {} function(s) in {} package(s).\n",
+                outcome.executed, outcome.n_packages
+            )
         } else if outcome.executed == 0 {
-            format!("Failed to execute any functions in {} package(s).\n", outcome.n_packages)
+            format!(
+                "Failed to execute any functions in {} package(s).\n",
+                outcome.n_packages
+            )
         } else {
-            format!("Partially executed {} function(s) in {} package(s).\n", outcome.executed, outcome.n_packages)
+            format!(
+                "Partially executed {} function(s) in {} package(s).\n",
+                outcome.executed, outcome.n_packages
+            )
         };
         let _ = log.write_all(summary.as_bytes());
     } else if outcome.error.is_none() {
@@ -149,14 +164,22 @@ fn remove(path: &Path) -> std::io::Result<()> {
 /// kpt's `adjustRelPath`: paths relative to the root, package-path removed.
 fn adjust_paths(root: &Path, resources: &mut [crate::yaml::Node]) -> Result<(), String> {
     for node in resources.iter_mut() {
-        let pkg_path = resource::annotation(node, resource::PACKAGE_PATH).unwrap_or("").to_owned();
-        let path = resource::annotation(node, resource::PATH).unwrap_or("").to_owned();
+        let pkg_path = resource::annotation(node, resource::PACKAGE_PATH)
+            .unwrap_or("")
+            .to_owned();
+        let path = resource::annotation(node, resource::PATH)
+            .unwrap_or("")
+            .to_owned();
         let new_path = if pkg_path.is_empty() {
             path.clone()
         } else {
             let pkg = Path::new(&pkg_path);
             let rel = pkg.strip_prefix(root).map_err(|_| {
-                format!("subpackage {:?} is not a descendant of {:?}", pkg_path, root.display().to_string())
+                format!(
+                    "subpackage {:?} is not a descendant of {:?}",
+                    pkg_path,
+                    root.display().to_string()
+                )
             })?;
             // Go's filepath.Join(rel, Clean(path)) with rel "." for the root:
             // an absolute resource path ends up inside the package.
@@ -178,7 +201,8 @@ pub(crate) fn source_resources(root: &Path) -> Result<Vec<crate::yaml::Node>, St
     let mut pending = vec![root.to_path_buf()];
     while let Some(pkg) = pending.pop() {
         resources.extend(bridge::read_local_resources(&pkg).map_err(|failure| failure.0)?);
-        let mut subs = crate::pkg::tree::direct_subpackages(&pkg).map_err(|error| error.to_string())?;
+        let mut subs =
+            crate::pkg::tree::direct_subpackages(&pkg).map_err(|error| error.to_string())?;
         subs.reverse();
         pending.extend(subs);
     }
@@ -205,7 +229,9 @@ fn add_attribution(resources: &mut [crate::yaml::Node]) {
         if !is_cnrm {
             continue;
         }
-        let current = resource::annotation(node, CNRM_ANNOTATION).unwrap_or("").to_owned();
+        let current = resource::annotation(node, CNRM_ANNOTATION)
+            .unwrap_or("")
+            .to_owned();
         let updated = record_attribution(&current, "kpt-fn");
         if updated != current {
             resource::set_annotation(node, CNRM_ANNOTATION, &updated, Style::PLAIN);
@@ -218,7 +244,10 @@ fn record_attribution(current: &str, group: &str) -> String {
         return group.to_owned();
     }
     let parts: Vec<&str> = current.split(',').collect();
-    if parts.iter().any(|part| part.trim() == group || part.trim().starts_with("kpt-fn")) {
+    if parts
+        .iter()
+        .any(|part| part.trim() == group || part.trim().starts_with("kpt-fn"))
+    {
         return current.to_owned();
     }
     format!("{current},{group}")
@@ -267,16 +296,37 @@ fn write_status(root: &Path, outcome: &RenderOutcome, error: Option<&HydrateErro
         return;
     };
     let condition = match error {
-        None => Condition { status: "True", reason: "RenderSuccess", message: String::new() },
-        Some(error) => Condition { status: "False", reason: "RenderFailed", message: error.status_message(root) },
+        None => Condition {
+            status: "True",
+            reason: "RenderSuccess",
+            message: String::new(),
+        },
+        Some(error) => Condition {
+            status: "False",
+            reason: "RenderFailed",
+            message: error.status_message(root),
+        },
     };
-    let render_status = if outcome.mutation_steps.is_empty() && outcome.validation_steps.is_empty() {
+    let render_status = if outcome.mutation_steps.is_empty() && outcome.validation_steps.is_empty()
+    {
         None
     } else {
-        let summary = if error.is_some() { error_summary(&outcome.mutation_steps, &outcome.validation_steps) } else { String::new() };
+        let summary = if error.is_some() {
+            error_summary(&outcome.mutation_steps, &outcome.validation_steps)
+        } else {
+            String::new()
+        };
         Some(kptfile::render_status_value(
-            outcome.mutation_steps.iter().map(StepRecord::to_value).collect(),
-            outcome.validation_steps.iter().map(StepRecord::to_value).collect(),
+            outcome
+                .mutation_steps
+                .iter()
+                .map(StepRecord::to_value)
+                .collect(),
+            outcome
+                .validation_steps
+                .iter()
+                .map(StepRecord::to_value)
+                .collect(),
             &summary,
         ))
     };
@@ -293,7 +343,11 @@ fn error_summary(mutation_steps: &[StepRecord], validation_steps: &[StepRecord])
         if !step.execution_error.is_empty() {
             lines.push(format!("{}: {}", step.display_name(), step.execution_error));
         } else if step.exit_code != 0 {
-            lines.push(format!("{}: exit code {}", step.display_name(), step.exit_code));
+            lines.push(format!(
+                "{}: exit code {}",
+                step.display_name(),
+                step.exit_code
+            ));
         }
     }
     lines.join("\n")

@@ -20,7 +20,9 @@ pub(crate) struct ReadFailure(pub(crate) String);
 /// Reads the resources of one package directory (not its subpackages),
 /// annotated as kpt's reader annotates them, plus the package-path annotation.
 pub(crate) fn read_local_resources(pkg_dir: &Path) -> Result<Vec<Node>, ReadFailure> {
-    let options = crate::pkg::reader::ReadOptions { package_path: Some(pkg_dir.display().to_string()) };
+    let options = crate::pkg::reader::ReadOptions {
+        package_path: Some(pkg_dir.display().to_string()),
+    };
     crate::pkg::reader::read_package(pkg_dir, &options)
         .map(|read| read.resources)
         .map_err(|error| ReadFailure(error.to_string()))
@@ -51,7 +53,10 @@ pub(crate) fn run_filter(
     in_pipeline: bool,
     timeout: Duration,
 ) -> Result<FilterRun, EvalError> {
-    let call = FunctionCall { function_config, in_pipeline };
+    let call = FunctionCall {
+        function_config,
+        in_pipeline,
+    };
     let step = run_evaluator(evaluator, target, &items, call, timeout)?;
     Ok(FilterRun {
         output: step.output.map_err(|error| error.to_string()),
@@ -69,7 +74,9 @@ pub(crate) fn resource_list_text(resources: &[Node]) -> String {
 /// Parses a ResourceList (`fn eval -`, `fn sink`) into its items, keeping
 /// their annotations.
 pub(crate) fn parse_resource_list(text: &str) -> Result<Vec<Node>, String> {
-    decode_function_output(text).map(|output| output.items).map_err(|error| error.to_string())
+    decode_function_output(text)
+        .map(|output| output.items)
+        .map_err(|error| error.to_string())
 }
 
 /// The `-o unwrap` text: the resources as a multi-document stream.

@@ -63,12 +63,18 @@ impl HydrateError {
         } else {
             format!("pipeline.run: pkg {}: {message}", pkg.display())
         };
-        HydrateError { chain: format!("pkg.render: pkg {}:\n\t{inner}", outer.display()), report }
+        HydrateError {
+            chain: format!("pkg.render: pkg {}:\n\t{inner}", outer.display()),
+            report,
+        }
     }
 
     /// `pkg.render: pkg <pkg>: <message>` — a failure that is not a kpt error.
     pub fn plain(pkg: &Path, message: &str, report: Report) -> HydrateError {
-        HydrateError { chain: format!("pkg.render: pkg {}: {message}", pkg.display()), report }
+        HydrateError {
+            chain: format!("pkg.render: pkg {}: {message}", pkg.display()),
+            report,
+        }
     }
 
     /// A subpackage Kptfile that cannot be read, found while listing the
@@ -98,18 +104,35 @@ mod tests {
     fn chains_match_kpt() {
         let root = Path::new("/tmp/p/app");
         let same = HydrateError::pipeline(root, root, "already handled error", Report::Handled);
-        assert_eq!(same.status_message(root), "pkg.render: pkg .:\n\tpipeline.run: already handled error");
-        let bfs = HydrateError::pipeline(root, &root.join("level1"), "already handled error", Report::Handled);
-        assert_eq!(bfs.status_message(root), "pkg.render: pkg .:\n\tpipeline.run: pkg ./level1: already handled error");
+        assert_eq!(
+            same.status_message(root),
+            "pkg.render: pkg .:\n\tpipeline.run: already handled error"
+        );
+        let bfs = HydrateError::pipeline(
+            root,
+            &root.join("level1"),
+            "already handled error",
+            Report::Handled,
+        );
+        assert_eq!(
+            bfs.status_message(root),
+            "pkg.render: pkg .:\n\tpipeline.run: pkg ./level1: already handled error"
+        );
         let sub = HydrateError::subpackage_kptfile(
             root,
             &root.join("db"),
-            &KptfileError::Unreadable { dir: root.join("db"), details: "yaml: line 10: bad".into() },
+            &KptfileError::Unreadable {
+                dir: root.join("db"),
+                details: "yaml: line 10: bad".into(),
+            },
         );
         assert_eq!(
             sub.status_message(root),
             "pkg.render: pkg .:\n\tpkg.Subpackages: pkg ./db: error reading Kptfile at \"./db\": yaml: line 10: bad"
         );
-        assert_eq!(Report::Error("x".into()).stderr_text().as_deref(), Some("Error: x \n"));
+        assert_eq!(
+            Report::Error("x".into()).stderr_text().as_deref(),
+            Some("Error: x \n")
+        );
     }
 }

@@ -32,7 +32,8 @@ use printer::Printer;
 use results::{FnResult, ResultItems, StepRecord};
 
 /// `--allow-exec` is needed for `exec:` steps; kpt's message.
-pub const ALLOW_EXEC_MESSAGE: &str = "must run with `--allow-exec` option to allow running function binaries";
+pub const ALLOW_EXEC_MESSAGE: &str =
+    "must run with `--allow-exec` option to allow running function binaries";
 
 /// Options of one render.
 #[derive(Clone, Debug)]
@@ -119,10 +120,15 @@ fn read_kptfile(dir: &Path) -> Result<Kptfile, KptfileError> {
     let bytes = match std::fs::read(&file) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Err(KptfileError::Missing { dir: dir.to_path_buf() });
+            return Err(KptfileError::Missing {
+                dir: dir.to_path_buf(),
+            });
         }
         Err(error) => {
-            return Err(KptfileError::Unreadable { dir: dir.to_path_buf(), details: error.to_string() });
+            return Err(KptfileError::Unreadable {
+                dir: dir.to_path_buf(),
+                details: error.to_string(),
+            });
         }
     };
     Kptfile::parse(&String::from_utf8_lossy(&bytes), dir)
@@ -151,7 +157,8 @@ pub fn hydrate(
     runtimes: Runtimes<'_>,
     log: &mut dyn Write,
 ) -> RenderOutcome {
-    let save_on_failure = root_kptfile.annotation_is_true(kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION);
+    let save_on_failure =
+        root_kptfile.annotation_is_true(kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION);
     let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
     let mut hydrator = Hydrator {
         root: root.to_path_buf(),
@@ -166,7 +173,10 @@ pub fn hydrate(
         executed: 0,
         n_packages: 0,
     };
-    let node = PkgNode { path: root.to_path_buf(), kptfile: root_kptfile };
+    let node = PkgNode {
+        path: root.to_path_buf(),
+        kptfile: root_kptfile,
+    };
     let (resources, error) = if bfs {
         match hydrator.hydrate_bfs(node) {
             Ok(resources) => (Some(resources), None),
@@ -212,12 +222,17 @@ impl<'a, 'w> Hydrator<'a, 'w> {
     }
 
     fn load_local(&mut self, pkg: &Path) -> Result<Vec<Node>, HydrateError> {
-        let resources = bridge::read_local_resources(pkg)
-            .map_err(|failure| HydrateError::plain(pkg, &failure.0, Report::Error(failure.0.clone())))?;
+        let resources = bridge::read_local_resources(pkg).map_err(|failure| {
+            HydrateError::plain(pkg, &failure.0, Report::Error(failure.0.clone()))
+        })?;
         let rel = self.rel_to_root(pkg);
         for node in &resources {
             let path = resource::annotation(node, resource::PATH).unwrap_or("");
-            let joined = if rel.is_empty() { clean_path(path) } else { clean_path(&format!("{rel}/{path}")) };
+            let joined = if rel.is_empty() {
+                clean_path(path)
+            } else {
+                clean_path(&format!("{rel}/{path}"))
+            };
             self.input_files.insert(joined);
         }
         Ok(resources)
@@ -231,7 +246,8 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         })?;
         let mut found = Vec::new();
         for dir in dirs {
-            let kptfile = read_kptfile(&dir).map_err(|error| HydrateError::subpackage_kptfile(pkg, &dir, &error))?;
+            let kptfile = read_kptfile(&dir)
+                .map_err(|error| HydrateError::subpackage_kptfile(pkg, &dir, &error))?;
             found.push((dir, kptfile));
         }
         Ok(found)
@@ -245,7 +261,10 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         for (dir, kptfile) in subpackages {
             if let Err(error) = kptfile.validate(&dir) {
                 let text = error.to_string();
-                return Err((None, HydrateError::plain(&dir, &text, Report::kptfile(&error))));
+                return Err((
+                    None,
+                    HydrateError::plain(&dir, &text, Report::kptfile(&error)),
+                ));
             }
             let sub = PkgNode { path: dir, kptfile };
             match self.hydrate_dfs(&sub) {
@@ -277,12 +296,17 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             let index = nodes.len();
             self.n_packages += 1;
             let local = self.load_local(&node.path).map_err(|error| (None, error))?;
-            let subs = self.subpackages(&node.path).map_err(|error| (None, error))?;
+            let subs = self
+                .subpackages(&node.path)
+                .map_err(|error| (None, error))?;
             let mut child_indexes = Vec::new();
             for (dir, kptfile) in subs {
                 if let Err(error) = kptfile.validate(&dir) {
                     let text = error.to_string();
-                    return Err((None, HydrateError::plain(&root_path, &text, Report::kptfile(&error))));
+                    return Err((
+                        None,
+                        HydrateError::plain(&root_path, &text, Report::kptfile(&error)),
+                    ));
                 }
                 child_indexes.push(index + 1 + queue.len() + child_indexes.len());
                 queue.push_back(PkgNode { path: dir, kptfile });
@@ -313,13 +337,16 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             let mut own = Vec::new();
             let mut by_package: Vec<Option<Vec<Node>>> = vec![None; nodes.len()];
             for resource_node in output {
-                let target = resource::annotation(&resource_node, resource::PACKAGE_PATH).map(PathBuf::from);
+                let target =
+                    resource::annotation(&resource_node, resource::PACKAGE_PATH).map(PathBuf::from);
                 let target_index = target
                     .as_ref()
                     .and_then(|target| nodes.iter().position(|n| &n.path == target))
                     .filter(|&i| i != index);
                 match target_index {
-                    Some(i) => by_package[i].get_or_insert_with(Vec::new).push(resource_node),
+                    Some(i) => by_package[i]
+                        .get_or_insert_with(Vec::new)
+                        .push(resource_node),
                     None => own.push(resource_node),
                 }
             }
@@ -338,14 +365,20 @@ impl<'a, 'w> Hydrator<'a, 'w> {
 
     /// kpt's `runPipeline` for one package. `outer` is the package the error
     /// chain is reported under.
-    fn run_pipeline(&mut self, node: &PkgNode, input: Vec<Node>, outer: &Path) -> Result<Vec<Node>, (Option<Vec<Node>>, HydrateError)> {
+    fn run_pipeline(
+        &mut self,
+        node: &PkgNode,
+        input: Vec<Node>,
+        outer: &Path,
+    ) -> Result<Vec<Node>, (Option<Vec<Node>>, HydrateError)> {
         let pkg = node.path.as_path();
         let display = self.display(pkg);
         self.printer.package(&display);
         let pipeline = &node.kptfile.pipeline;
         if pipeline.is_empty() {
             if let Err(message) = check_all_krm(&input) {
-                let message = format!("input resource list must contain only KRM resources: {message}");
+                let message =
+                    format!("input resource list must contain only KRM resources: {message}");
                 let error = if outer == pkg {
                     HydrateError::plain(pkg, &message, Report::Error(message.clone()))
                 } else {
@@ -357,16 +390,25 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         }
         if let Err(error) = validate_pipeline(pkg, pipeline, &input) {
             let text = error.to_string();
-            return Err((Some(input), HydrateError::plain(outer, &text, Report::kptfile(&error))));
+            return Err((
+                Some(input),
+                HydrateError::plain(outer, &text, Report::kptfile(&error)),
+            ));
         }
         let mutated = match self.run_mutators(node, input, &display) {
             Ok(mutated) => mutated,
             Err((resources, failure)) => {
-                return Err((resources, HydrateError::pipeline(outer, pkg, &failure.message, failure.report)));
+                return Err((
+                    resources,
+                    HydrateError::pipeline(outer, pkg, &failure.message, failure.report),
+                ));
             }
         };
         if let Err(failure) = self.run_validators(node, &mutated, &display) {
-            return Err((Some(mutated), HydrateError::pipeline(outer, pkg, &failure.message, failure.report)));
+            return Err((
+                Some(mutated),
+                HydrateError::pipeline(outer, pkg, &failure.message, failure.report),
+            ));
         }
         self.printer.text("\n");
         Ok(mutated)
@@ -386,8 +428,18 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             match self.prepare(function, pkg) {
                 Ok(step) => prepared.push(step),
                 Err(message) => {
-                    self.mutation_steps.push(pre_exec_failure(function, &self.options.image_prefix, &message));
-                    return Err((None, StepFailure { report: Report::Error(message.clone()), message }));
+                    self.mutation_steps.push(pre_exec_failure(
+                        function,
+                        &self.options.image_prefix,
+                        &message,
+                    ));
+                    return Err((
+                        None,
+                        StepFailure {
+                            report: Report::Error(message.clone()),
+                            message,
+                        },
+                    ));
                 }
             }
         }
@@ -396,7 +448,8 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                 let pkg_text = pkg.display().to_string();
                 if let Some(config) = input.iter().find(|r| {
                     resource::annotation(r, resource::PACKAGE_PATH) == Some(pkg_text.as_str())
-                        && resource::annotation(r, resource::PATH) == Some(function.config_path.as_str())
+                        && resource::annotation(r, resource::PATH)
+                            == Some(function.config_path.as_str())
                 }) {
                     step.config = Some(config.root().clone());
                 }
@@ -406,10 +459,17 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                 select::set_resource_ids(&mut input);
             }
             let positions = select::select(&input, &function.selectors, &function.exclude);
-            let selected: Vec<Node> = positions.iter().filter_map(|&i| input.get(i).cloned()).collect();
+            let selected: Vec<Node> = positions
+                .iter()
+                .filter_map(|&i| input.get(i).cloned())
+                .collect();
             let selected_ids: Vec<String> = selected
                 .iter()
-                .map(|r| resource::annotation(r, select::RESOURCE_ID).unwrap_or("").to_owned())
+                .map(|r| {
+                    resource::annotation(r, select::RESOURCE_ID)
+                        .unwrap_or("")
+                        .to_owned()
+                })
                 .collect();
             let before = self.fn_results.len();
             let count = selective.then_some(selected.len());
@@ -428,7 +488,8 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                     if selective {
                         select::delete_resource_ids(&mut input);
                     }
-                    self.mutation_steps.push(self.capture(&step, before, Some(&failure.message)));
+                    self.mutation_steps
+                        .push(self.capture(&step, before, Some(&failure.message)));
                     return Err((Some(input), failure));
                 }
             }
@@ -436,16 +497,34 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         Ok(input)
     }
 
-    fn run_validators(&mut self, node: &PkgNode, input: &[Node], display: &str) -> Result<(), StepFailure> {
+    fn run_validators(
+        &mut self,
+        node: &PkgNode,
+        input: &[Node],
+        display: &str,
+    ) -> Result<(), StepFailure> {
         let pkg = node.path.as_path();
         for function in &node.kptfile.pipeline.validators {
             let positions = select::select(input, &function.selectors, &function.exclude);
-            let selected: Vec<Node> = positions.iter().filter_map(|&i| input.get(i).cloned()).collect();
+            let selected: Vec<Node> = positions
+                .iter()
+                .filter_map(|&i| input.get(i).cloned())
+                .collect();
             let step = match self.prepare(function, pkg) {
-                Ok(step) => PreparedStep { mutator: false, ..step },
+                Ok(step) => PreparedStep {
+                    mutator: false,
+                    ..step
+                },
                 Err(message) => {
-                    self.validation_steps.push(pre_exec_failure(function, &self.options.image_prefix, &message));
-                    return Err(StepFailure { report: Report::Error(message.clone()), message });
+                    self.validation_steps.push(pre_exec_failure(
+                        function,
+                        &self.options.image_prefix,
+                        &message,
+                    ));
+                    return Err(StepFailure {
+                        report: Report::Error(message.clone()),
+                        message,
+                    });
                 }
             };
             let before = self.fn_results.len();
@@ -453,10 +532,12 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             match self.run_step(&step, selected, pkg, count, display) {
                 Ok(_) => {
                     self.executed += 1;
-                    self.validation_steps.push(self.capture(&step, before, None));
+                    self.validation_steps
+                        .push(self.capture(&step, before, None));
                 }
                 Err(failure) => {
-                    self.validation_steps.push(self.capture(&step, before, Some(&failure.message)));
+                    self.validation_steps
+                        .push(self.capture(&step, before, Some(&failure.message)));
                     return Err(failure);
                 }
             }
@@ -474,8 +555,10 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             let file = pkg.join(&function.config_path);
             let text = std::fs::read(&file)
                 .map_err(|_| format!("missing function config {:?}", function.config_path))?;
-            let document = crate::yaml::parse_document(&String::from_utf8_lossy(&text))
-                .map_err(|error| format!("invalid function config {:?} {error}", function.config_path))?;
+            let document =
+                crate::yaml::parse_document(&String::from_utf8_lossy(&text)).map_err(|error| {
+                    format!("invalid function config {:?} {error}", function.config_path)
+                })?;
             document.map(|d| d.root().clone())
         } else if !function.config_map.is_empty() {
             Some(bridge::config_map_node(&function.config_map))
@@ -497,7 +580,12 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         if image.is_empty() && function.exec.is_empty() {
             return Err("must specify `exec` or `image` to execute a function".to_owned());
         }
-        Ok(PreparedStep { function: function.clone(), image, config, mutator: true })
+        Ok(PreparedStep {
+            function: function.clone(),
+            image,
+            config,
+            mutator: true,
+        })
     }
 
     /// kpt's `FunctionRunner.Filter` + `do`: prints progress, runs the
@@ -513,7 +601,11 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         let name = step.display_name().to_owned();
         self.printer.running(&name, selected_count, Some(display));
         let started = Instant::now();
-        let mut fn_result = FnResult { image: step.image.clone(), exec: step.function.exec.clone(), ..FnResult::default() };
+        let mut fn_result = FnResult {
+            image: step.image.clone(),
+            exec: step.function.exec.clone(),
+            ..FnResult::default()
+        };
         let outcome = self.call(step, input, pkg, &mut fn_result);
         let elapsed = started.elapsed();
         match outcome {
@@ -525,35 +617,63 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                 Ok(output)
             }
             Err(CallError::NotRecorded(message)) => {
-                self.printer.fail(&name, elapsed, &fn_result.results.lines());
-                Err(StepFailure { report: Report::Error(message.clone()), message })
+                self.printer
+                    .fail(&name, elapsed, &fn_result.results.lines());
+                Err(StepFailure {
+                    report: Report::Error(message.clone()),
+                    message,
+                })
             }
             Err(CallError::Recorded(message)) => {
                 let lines = fn_result.results.lines();
                 self.fn_results.push(fn_result);
                 self.printer.fail(&name, elapsed, &lines);
-                Err(StepFailure { report: Report::Error(message.clone()), message })
+                Err(StepFailure {
+                    report: Report::Error(message.clone()),
+                    message,
+                })
             }
             Err(CallError::Exit { stderr, exit_code }) => {
                 let lines = fn_result.results.lines();
                 self.fn_results.push(fn_result);
                 self.printer.fail(&name, elapsed, &lines);
                 self.printer.exec_error(&stderr, exit_code);
-                Err(StepFailure { report: Report::Handled, message: "already handled error".to_owned() })
+                Err(StepFailure {
+                    report: Report::Handled,
+                    message: "already handled error".to_owned(),
+                })
             }
         }
     }
 
-    fn call(&mut self, step: &PreparedStep, input: Vec<Node>, pkg: &Path, fn_result: &mut FnResult) -> Result<Vec<Node>, CallError> {
+    fn call(
+        &mut self,
+        step: &PreparedStep,
+        input: Vec<Node>,
+        pkg: &Path,
+        fn_result: &mut FnResult,
+    ) -> Result<Vec<Node>, CallError> {
         if let Err(message) = check_all_krm(&input) {
-            return Err(CallError::NotRecorded(format!("input resource list must contain only KRM resources: {message}")));
+            return Err(CallError::NotRecorded(format!(
+                "input resource list must contain only KRM resources: {message}"
+            )));
         }
         let (evaluator, target) = if step.image.is_empty() {
-            (self.runtimes.exec, FunctionTarget::Exec(&step.function.exec))
+            (
+                self.runtimes.exec,
+                FunctionTarget::Exec(&step.function.exec),
+            )
         } else {
             (self.runtimes.image, FunctionTarget::Image(&step.image))
         };
-        let run = match bridge::run_filter(evaluator, target, input, step.config.as_ref(), step.mutator, self.options.timeout) {
+        let run = match bridge::run_filter(
+            evaluator,
+            target,
+            input,
+            step.config.as_ref(),
+            step.mutator,
+            self.options.timeout,
+        ) {
             Ok(run) => run,
             Err(error) => {
                 fn_result.exit_code = 1;
@@ -562,7 +682,11 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         };
         // kpt's container runtime hands on stderr without its final line
         // break; an exec function's stderr is kept as written.
-        let stderr = if step.image.is_empty() { run.stderr.clone() } else { trim_container_stderr(&run.stderr) };
+        let stderr = if step.image.is_empty() {
+            run.stderr.clone()
+        } else {
+            trim_container_stderr(&run.stderr)
+        };
         fn_result.stderr = stderr.clone();
         let mut output = match run.output {
             Ok(output) => output,
@@ -580,7 +704,9 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         }
         enforce_path_invariants(&output).map_err(CallError::NotRecorded)?;
         if let Err(message) = check_all_krm(&output) {
-            return Err(CallError::NotRecorded(format!("output resource list must contain only KRM resources: {message}")));
+            return Err(CallError::NotRecorded(format!(
+                "output resource list must contain only KRM resources: {message}"
+            )));
         }
         match ResultItems::from_node(run.results.as_ref()) {
             Ok(items) => fn_result.results = items,
@@ -588,14 +714,22 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         }
         if run.exit_code != 0 {
             fn_result.exit_code = run.exit_code;
-            return Err(CallError::Exit { stderr, exit_code: run.exit_code });
+            return Err(CallError::Exit {
+                stderr,
+                exit_code: run.exit_code,
+            });
         }
         fn_result.exit_code = 0;
         Ok(output)
     }
 
     /// kpt's `captureStepResult`.
-    fn capture(&self, step: &PreparedStep, results_before: usize, error: Option<&str>) -> StepRecord {
+    fn capture(
+        &self,
+        step: &PreparedStep,
+        results_before: usize,
+        error: Option<&str>,
+    ) -> StepRecord {
         let mut record = StepRecord {
             name: step.function.name.clone(),
             image: step.image.clone(),
@@ -643,7 +777,11 @@ struct PreparedStep {
 
 impl PreparedStep {
     fn display_name(&self) -> &str {
-        if self.image.is_empty() { &self.function.exec } else { &self.image }
+        if self.image.is_empty() {
+            &self.function.exec
+        } else {
+            &self.image
+        }
     }
 }
 
@@ -686,14 +824,24 @@ fn check_all_krm(resources: &[Node]) -> Result<(), String> {
 fn is_kustomization(node: &Node) -> bool {
     let path = resource::annotation(node, resource::PATH).unwrap_or("");
     let base = path.rsplit('/').next().unwrap_or(path);
-    matches!(base, "kustomization.yaml" | "kustomization.yml" | "Kustomization")
+    matches!(
+        base,
+        "kustomization.yaml" | "kustomization.yml" | "Kustomization"
+    )
 }
 
 /// kpt's runtime pipeline check: a `configPath` must name a resource of this
 /// package (not of a subpackage).
-fn validate_pipeline(pkg: &Path, pipeline: &kptfile::Pipeline, input: &[Node]) -> Result<(), KptfileError> {
+fn validate_pipeline(
+    pkg: &Path,
+    pipeline: &kptfile::Pipeline,
+    input: &[Node],
+) -> Result<(), KptfileError> {
     let pkg_text = pkg.display().to_string();
-    for (kind, functions) in [("mutator", &pipeline.mutators), ("validator", &pipeline.validators)] {
+    for (kind, functions) in [
+        ("mutator", &pipeline.mutators),
+        ("validator", &pipeline.validators),
+    ] {
         for (index, function) in functions.iter().enumerate() {
             if function.config_path.is_empty() {
                 continue;
@@ -701,7 +849,10 @@ fn validate_pipeline(pkg: &Path, pipeline: &kptfile::Pipeline, input: &[Node]) -
             let wanted = clean_path(&function.config_path);
             let found = input.iter().any(|r| {
                 resource::annotation(r, resource::PACKAGE_PATH) == Some(pkg_text.as_str())
-                    && resource::annotation(r, resource::PATH).map(clean_path).as_deref() == Some(wanted.as_str())
+                    && resource::annotation(r, resource::PATH)
+                        .map(clean_path)
+                        .as_deref()
+                        == Some(wanted.as_str())
             });
             if !found {
                 let path = &function.config_path;
@@ -724,20 +875,27 @@ fn validate_pipeline(pkg: &Path, pipeline: &kptfile::Pipeline, input: &[Node]) -
 fn enforce_path_invariants(resources: &[Node]) -> Result<(), String> {
     let mut seen: BTreeSet<(String, String, String)> = BTreeSet::new();
     for node in resources {
-        let pkg = resource::annotation(node, resource::PACKAGE_PATH).unwrap_or("").to_owned();
+        let pkg = resource::annotation(node, resource::PACKAGE_PATH)
+            .unwrap_or("")
+            .to_owned();
         let path = resource::annotation(node, resource::PATH).unwrap_or("");
-        let index = resource::annotation(node, resource::INDEX).unwrap_or("").to_owned();
+        let index = resource::annotation(node, resource::INDEX)
+            .unwrap_or("")
+            .to_owned();
         let cleaned = clean_path(path);
         if cleaned.starts_with("../") || cleaned == ".." {
-            return Err(format!("function must not modify resources outside of package: resource has path {path}"));
+            return Err(format!(
+                "function must not modify resources outside of package: resource has path {path}"
+            ));
         }
         if !seen.insert((pkg, cleaned.clone(), index.clone())) {
-            return Err(format!("resource at path {cleaned:?} and index {index:?} already exists"));
+            return Err(format!(
+                "resource at path {cleaned:?} and index {index:?} already exists"
+            ));
         }
     }
     Ok(())
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -748,7 +906,10 @@ mod tests {
         assert_eq!(clean_path("a/./b/../c"), "a/c");
         assert_eq!(clean_path("../x"), "../x");
         assert_eq!(clean_path("db/../../x"), "../x");
-        assert_eq!(clean_path("/another/file/out.yaml"), "/another/file/out.yaml");
+        assert_eq!(
+            clean_path("/another/file/out.yaml"),
+            "/another/file/out.yaml"
+        );
         assert_eq!(clean_path(""), ".");
     }
 }

@@ -49,7 +49,11 @@ impl<'a> Printer<'a> {
 
     /// `[PASS] "fn" in 0s`, then results and stderr printed whole.
     pub fn pass(&mut self, name: &str, elapsed: Duration, results: &[String], stderr: &str) {
-        self.text(&format!("[PASS] {} in {}\n", go_quote(name), go_duration(elapsed)));
+        self.text(&format!(
+            "[PASS] {} in {}\n",
+            go_quote(name),
+            go_duration(elapsed)
+        ));
         self.block("  [Results]:", results, false);
         if !stderr.is_empty() {
             let lines: Vec<String> = stderr.split('\n').map(str::to_owned).collect();
@@ -59,7 +63,11 @@ impl<'a> Printer<'a> {
 
     /// `[FAIL] "fn" in 0s` and the results.
     pub fn fail(&mut self, name: &str, elapsed: Duration, results: &[String]) {
-        self.text(&format!("[FAIL] {} in {}\n", go_quote(name), go_duration(elapsed)));
+        self.text(&format!(
+            "[FAIL] {} in {}\n",
+            go_quote(name),
+            go_duration(elapsed)
+        ));
         let truncate = self.truncate;
         self.block("  [Results]:", results, truncate);
     }
@@ -79,7 +87,11 @@ impl<'a> Printer<'a> {
             return;
         }
         let mut text = format!("{title}\n");
-        let shown = if truncate && lines.len() > TRUNCATE_LINES { TRUNCATE_LINES } else { lines.len() };
+        let shown = if truncate && lines.len() > TRUNCATE_LINES {
+            TRUNCATE_LINES
+        } else {
+            lines.len()
+        };
         for line in lines.iter().take(shown) {
             text.push_str("    ");
             text.push_str(line.replace('\n', " ").trim());
@@ -105,7 +117,9 @@ pub fn go_quote(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => out.push(c),
         }
     }

@@ -9,13 +9,31 @@ use crate::yaml::node::Node;
 
 macro_rules! field {
     ($key:expr, $ty:expr) => {
-        GoField { key: $key, ty: $ty, omitempty: true, pointer: false, inline: false }
+        GoField {
+            key: $key,
+            ty: $ty,
+            omitempty: true,
+            pointer: false,
+            inline: false,
+        }
     };
     ($key:expr, $ty:expr, required) => {
-        GoField { key: $key, ty: $ty, omitempty: false, pointer: false, inline: false }
+        GoField {
+            key: $key,
+            ty: $ty,
+            omitempty: false,
+            pointer: false,
+            inline: false,
+        }
     };
     ($key:expr, $ty:expr, pointer) => {
-        GoField { key: $key, ty: $ty, omitempty: true, pointer: true, inline: false }
+        GoField {
+            key: $key,
+            ty: $ty,
+            omitempty: true,
+            pointer: true,
+            inline: false,
+        }
     };
 }
 
@@ -62,11 +80,17 @@ static FN_RESULT: GoStruct = GoStruct {
         field!("exec", STRING),
         field!("stderr", STRING),
         field!("exitCode", GoType::Int, required),
-        field!("results", GoType::List("[]framework.Result", &FRAMEWORK_RESULT_TYPE)),
+        field!(
+            "results",
+            GoType::List("[]framework.Result", &FRAMEWORK_RESULT_TYPE)
+        ),
     ],
 };
 static FN_RESULT_TYPE: GoType = GoType::Struct(&FN_RESULT);
-static RESULT_LIST_META: GoStruct = GoStruct { name: "v1.ObjectMeta", fields: &[field!("name", STRING)] };
+static RESULT_LIST_META: GoStruct = GoStruct {
+    name: "v1.ObjectMeta",
+    fields: &[field!("name", STRING)],
+};
 static RESULT_LIST: GoStruct = GoStruct {
     name: "v1.ResultList",
     fields: &[
@@ -79,7 +103,10 @@ static RESULT_LIST: GoStruct = GoStruct {
 };
 static RESULT_SEQUENCE: GoStruct = GoStruct {
     name: "[]framework.Result",
-    fields: &[field!("results", GoType::List("[]framework.Result", &FRAMEWORK_RESULT_TYPE))],
+    fields: &[field!(
+        "results",
+        GoType::List("[]framework.Result", &FRAMEWORK_RESULT_TYPE)
+    )],
 };
 
 /// One function's structured result items, as decoded from its output.
@@ -97,7 +124,9 @@ impl ResultItems {
         };
         let mut results = results.root();
         if results.is_mapping()
-            && let Some(items) = results.get("items").filter(|items| !items.content.is_empty())
+            && let Some(items) = results
+                .get("items")
+                .filter(|items| !items.content.is_empty())
         {
             results = items;
         }
@@ -106,7 +135,8 @@ impl ResultItems {
         }
         let mut wrapper = Node::new_mapping();
         wrapper.set("results", results.clone());
-        let decoded = gostruct::decode_lenient(&wrapper, &RESULT_SEQUENCE).map_err(|errors| errors.to_string())?;
+        let decoded = gostruct::decode_lenient(&wrapper, &RESULT_SEQUENCE)
+            .map_err(|errors| errors.to_string())?;
         let items = match decoded.get(&RESULT_SEQUENCE, "results") {
             Some(GoValue::List(Some(items))) => items
                 .iter()
@@ -225,11 +255,23 @@ impl StepRecord {
         value.set(s, "name", GoValue::Str(self.name.clone()));
         value.set(s, "image", GoValue::Str(self.image.clone()));
         value.set(s, "exec", GoValue::Str(self.exec.clone()));
-        value.set(s, "executionError", GoValue::Str(self.execution_error.clone()));
+        value.set(
+            s,
+            "executionError",
+            GoValue::Str(self.execution_error.clone()),
+        );
         value.set(s, "stderr", GoValue::Str(self.stderr.clone()));
         value.set(s, "exitCode", GoValue::Int(i64::from(self.exit_code)));
-        value.set(s, "results", GoValue::List(Some(self.results.status_items(false))));
-        value.set(s, "errorResults", GoValue::List(Some(self.results.status_items(true))));
+        value.set(
+            s,
+            "results",
+            GoValue::List(Some(self.results.status_items(false))),
+        );
+        value.set(
+            s,
+            "errorResults",
+            GoValue::List(Some(self.results.status_items(true))),
+        );
         value
     }
 }
@@ -237,10 +279,22 @@ impl StepRecord {
 /// Builds the `FunctionResultList` document written to `--results-dir`.
 pub fn result_list_node(exit_code: i32, results: &[FnResult]) -> Node {
     let mut value = StructValue::default();
-    value.set(&RESULT_LIST, "apiVersion", GoValue::Str("kpt.dev/v1".to_owned()));
-    value.set(&RESULT_LIST, "kind", GoValue::Str("FunctionResultList".to_owned()));
+    value.set(
+        &RESULT_LIST,
+        "apiVersion",
+        GoValue::Str("kpt.dev/v1".to_owned()),
+    );
+    value.set(
+        &RESULT_LIST,
+        "kind",
+        GoValue::Str("FunctionResultList".to_owned()),
+    );
     let mut meta = StructValue::default();
-    meta.set(&RESULT_LIST_META, "name", GoValue::Str("fnresults".to_owned()));
+    meta.set(
+        &RESULT_LIST_META,
+        "name",
+        GoValue::Str("fnresults".to_owned()),
+    );
     value.set(&RESULT_LIST, "metadata", GoValue::Struct(Some(meta)));
     value.set(&RESULT_LIST, "exitCode", GoValue::Int(i64::from(exit_code)));
     let items = results
@@ -250,8 +304,17 @@ pub fn result_list_node(exit_code: i32, results: &[FnResult]) -> Node {
             item.set(&FN_RESULT, "image", GoValue::Str(result.image.clone()));
             item.set(&FN_RESULT, "exec", GoValue::Str(result.exec.clone()));
             item.set(&FN_RESULT, "stderr", GoValue::Str(result.stderr.clone()));
-            item.set(&FN_RESULT, "exitCode", GoValue::Int(i64::from(result.exit_code)));
-            let inner = result.results.items.iter().map(|i| GoValue::Struct(Some(i.clone()))).collect();
+            item.set(
+                &FN_RESULT,
+                "exitCode",
+                GoValue::Int(i64::from(result.exit_code)),
+            );
+            let inner = result
+                .results
+                .items
+                .iter()
+                .map(|i| GoValue::Struct(Some(i.clone())))
+                .collect();
             item.set(&FN_RESULT, "results", GoValue::List(Some(inner)));
             GoValue::Struct(Some(item))
         })

@@ -9,7 +9,11 @@ use crate::yaml::node::{Node, Style};
 /// kpt's temporary id annotation for selective steps.
 pub const RESOURCE_ID: &str = "internal.config.k8s.io/kpt-resource-id";
 
-fn map_matches(resource_node: &Node, field: &str, wanted: &std::collections::BTreeMap<String, String>) -> bool {
+fn map_matches(
+    resource_node: &Node,
+    field: &str,
+    wanted: &std::collections::BTreeMap<String, String>,
+) -> bool {
     let actual = resource_node.root().get_path(&["metadata", field]);
     wanted.iter().all(|(key, value)| {
         actual
@@ -19,7 +23,8 @@ fn map_matches(resource_node: &Node, field: &str, wanted: &std::collections::BTr
 }
 
 fn matches(node: &Node, selector: &Selector) -> bool {
-    let field_ok = |wanted: &str, actual: Option<&str>| wanted.is_empty() || actual.unwrap_or("") == wanted;
+    let field_ok =
+        |wanted: &str, actual: Option<&str>| wanted.is_empty() || actual.unwrap_or("") == wanted;
     field_ok(&selector.api_version, resource::api_version(node))
         && field_ok(&selector.kind, resource::kind(node))
         && field_ok(&selector.name, resource::name(node))
@@ -31,7 +36,10 @@ fn matches(node: &Node, selector: &Selector) -> bool {
 /// kpt's `Selector.IsEmpty`: only the identity fields count (a selector
 /// with nothing but labels or annotations is "empty").
 fn is_empty(selector: &Selector) -> bool {
-    selector.api_version.is_empty() && selector.kind.is_empty() && selector.name.is_empty() && selector.namespace.is_empty()
+    selector.api_version.is_empty()
+        && selector.kind.is_empty()
+        && selector.name.is_empty()
+        && selector.namespace.is_empty()
 }
 
 /// kpt's `SelectInput`: the positions of the resources a step sees. As in
@@ -51,9 +59,11 @@ pub fn select(input: &[Node], selectors: &[Selector], exclude: &[Selector]) -> V
         }
     }
     selected.retain(|&index| {
-        input
-            .get(index)
-            .is_some_and(|node| !exclude.iter().any(|selector| !is_empty(selector) && matches(node, selector)))
+        input.get(index).is_some_and(|node| {
+            !exclude
+                .iter()
+                .any(|selector| !is_empty(selector) && matches(node, selector))
+        })
     });
     selected
 }
@@ -83,7 +93,10 @@ fn remove_empty_annotations(node: &mut Node) {
     let Some(metadata) = node.root_mut().get_mut("metadata") else {
         return;
     };
-    if metadata.get("annotations").is_some_and(|a| a.is_mapping() && a.content.is_empty()) {
+    if metadata
+        .get("annotations")
+        .is_some_and(|a| a.is_mapping() && a.content.is_empty())
+    {
         metadata.remove("annotations");
     }
 }
@@ -96,14 +109,19 @@ pub fn merge_with_input(output: Vec<Node>, input: Vec<Node>, selected_ids: &[Str
     let mut output: Vec<Option<Node>> = output.into_iter().map(Some).collect();
     let mut merged = Vec::with_capacity(input.len());
     for node in input {
-        let id = resource::annotation(&node, RESOURCE_ID).unwrap_or("").to_owned();
+        let id = resource::annotation(&node, RESOURCE_ID)
+            .unwrap_or("")
+            .to_owned();
         if !selected_ids.contains(&id) {
             merged.push(node);
             continue;
         }
-        let found = output
-            .iter_mut()
-            .find(|candidate| candidate.as_ref().and_then(|c| resource::annotation(c, RESOURCE_ID)) == Some(id.as_str()));
+        let found = output.iter_mut().find(|candidate| {
+            candidate
+                .as_ref()
+                .and_then(|c| resource::annotation(c, RESOURCE_ID))
+                == Some(id.as_str())
+        });
         if let Some(replacement) = found.and_then(Option::take) {
             merged.push(replacement);
         }
@@ -137,24 +155,53 @@ mod tests {
     fn selectors_and_exclusions() {
         let deployment = resource("Deployment", "httpbin", &[("app", "web")]);
         let config = resource("ConfigMap", "httpbin", &[]);
-        let by_name = Selector { name: "httpbin".into(), ..Selector::default() };
-        let by_kind = Selector { kind: "ConfigMap".into(), ..Selector::default() };
-        let by_label = Selector { labels: [("app".to_owned(), "web".to_owned())].into(), ..Selector::default() };
+        let by_name = Selector {
+            name: "httpbin".into(),
+            ..Selector::default()
+        };
+        let by_kind = Selector {
+            kind: "ConfigMap".into(),
+            ..Selector::default()
+        };
+        let by_label = Selector {
+            labels: [("app".to_owned(), "web".to_owned())].into(),
+            ..Selector::default()
+        };
         assert!(is_selected(&deployment, &[], &[]));
-        assert!(is_selected(&deployment, std::slice::from_ref(&by_name), &[]));
-        assert!(!is_selected(&config, std::slice::from_ref(&by_name), std::slice::from_ref(&by_kind)));
-        assert!(is_selected(&deployment, std::slice::from_ref(&by_label), &[]));
+        assert!(is_selected(
+            &deployment,
+            std::slice::from_ref(&by_name),
+            &[]
+        ));
+        assert!(!is_selected(
+            &config,
+            std::slice::from_ref(&by_name),
+            std::slice::from_ref(&by_kind)
+        ));
+        assert!(is_selected(
+            &deployment,
+            std::slice::from_ref(&by_label),
+            &[]
+        ));
         assert!(!is_selected(&config, &[by_label], &[]));
     }
 
     #[test]
     fn merge_keeps_unselected_in_place_and_appends_new() {
-        let mut input = vec![resource("A", "a", &[]), resource("B", "b", &[]), resource("C", "c", &[])];
+        let mut input = vec![
+            resource("A", "a", &[]),
+            resource("B", "b", &[]),
+            resource("C", "c", &[]),
+        ];
         set_resource_ids(&mut input);
         let mut changed = input[1].clone();
         changed.set("kind", Node::new_string("B2"));
         let generated = resource("D", "d", &[]);
-        let merged = merge_with_input(vec![generated, changed], input, &["1".to_owned(), "2".to_owned()]);
+        let merged = merge_with_input(
+            vec![generated, changed],
+            input,
+            &["1".to_owned(), "2".to_owned()],
+        );
         let kinds: Vec<&str> = merged.iter().filter_map(|r| resource::kind(r)).collect();
         assert_eq!(kinds, vec!["A", "B2", "D"]);
     }

@@ -433,7 +433,6 @@ pub fn default_path(node: &Node) -> String {
     }
 }
 
-
 /// kyaml `determineAnnotationsFormat`.
 fn annotation_format(
     snapshots: &BTreeMap<String, BTreeMap<String, String>>,

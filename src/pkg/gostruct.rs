@@ -11,9 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::yaml::node::{Node, NodeKind, tag};
 #[cfg(test)]
 use crate::yaml::node::Style;
+use crate::yaml::node::{Node, NodeKind, tag};
 use crate::yaml::resolve::resolve_plain;
 
 /// A Go type as far as decoding and marshalling care.
@@ -103,12 +103,22 @@ pub(crate) fn decode(node: &Node, ty: &'static GoStruct) -> Result<StructValue, 
 }
 
 /// Decodes like `yaml.Unmarshal` without `KnownFields`: unknown fields are skipped.
-pub(crate) fn decode_lenient(node: &Node, ty: &'static GoStruct) -> Result<StructValue, UnmarshalErrors> {
+pub(crate) fn decode_lenient(
+    node: &Node,
+    ty: &'static GoStruct,
+) -> Result<StructValue, UnmarshalErrors> {
     decode_with(node, ty, false)
 }
 
-fn decode_with(node: &Node, ty: &'static GoStruct, strict: bool) -> Result<StructValue, UnmarshalErrors> {
-    let mut errors = UnmarshalErrors { errors: Vec::new(), strict };
+fn decode_with(
+    node: &Node,
+    ty: &'static GoStruct,
+    strict: bool,
+) -> Result<StructValue, UnmarshalErrors> {
+    let mut errors = UnmarshalErrors {
+        errors: Vec::new(),
+        strict,
+    };
     let value = decode_struct(node.root(), ty, &mut errors);
     if errors.errors.is_empty() {
         Ok(value.unwrap_or_default())
@@ -255,7 +265,11 @@ fn find_field(s: &'static GoStruct, key: &str) -> Option<Vec<usize>> {
     None
 }
 
-fn decode_struct(node: &Node, s: &'static GoStruct, errors: &mut UnmarshalErrors) -> Option<StructValue> {
+fn decode_struct(
+    node: &Node,
+    s: &'static GoStruct,
+    errors: &mut UnmarshalErrors,
+) -> Option<StructValue> {
     if is_null(node) {
         return None;
     }
@@ -397,10 +411,13 @@ fn is_zero(value: &GoValue, field: &GoField) -> bool {
 }
 
 fn struct_is_zero(value: &StructValue, s: &'static GoStruct) -> bool {
-    value.fields.iter().all(|(index, v)| match s.fields.get(*index) {
-        Some(field) => is_zero(v, field),
-        None => true,
-    })
+    value
+        .fields
+        .iter()
+        .all(|(index, v)| match s.fields.get(*index) {
+            Some(field) => is_zero(v, field),
+            None => true,
+        })
 }
 
 /// Marshals a decoded struct the way Go's `yaml.Marshal` would, producing
@@ -416,7 +433,9 @@ fn marshal_into(mapping: &mut Node, value: &StructValue, s: &'static GoStruct) {
     for (index, field) in s.fields.iter().enumerate() {
         let field_value = value.fields.get(&index);
         if field.inline {
-            if let (GoType::Struct(inner), Some(GoValue::Struct(Some(inner_value)))) = (&field.ty, field_value) {
+            if let (GoType::Struct(inner), Some(GoValue::Struct(Some(inner_value)))) =
+                (&field.ty, field_value)
+            {
                 marshal_into(mapping, inner_value, inner);
             }
             continue;

@@ -20,19 +20,43 @@ pub const KPTFILE_NAME: &str = "Kptfile";
 
 macro_rules! field {
     ($key:expr, $ty:expr) => {
-        GoField { key: $key, ty: $ty, omitempty: true, pointer: false, inline: false }
+        GoField {
+            key: $key,
+            ty: $ty,
+            omitempty: true,
+            pointer: false,
+            inline: false,
+        }
     };
     ($key:expr, $ty:expr, required) => {
-        GoField { key: $key, ty: $ty, omitempty: false, pointer: false, inline: false }
+        GoField {
+            key: $key,
+            ty: $ty,
+            omitempty: false,
+            pointer: false,
+            inline: false,
+        }
     };
     ($key:expr, $ty:expr, pointer) => {
-        GoField { key: $key, ty: $ty, omitempty: true, pointer: true, inline: false }
+        GoField {
+            key: $key,
+            ty: $ty,
+            omitempty: true,
+            pointer: true,
+            inline: false,
+        }
     };
 }
 
 macro_rules! inline {
     ($ty:expr) => {
-        GoField { key: "", ty: GoType::Struct($ty), omitempty: false, pointer: false, inline: true }
+        GoField {
+            key: "",
+            ty: GoType::Struct($ty),
+            omitempty: false,
+            pointer: false,
+            inline: true,
+        }
     };
 }
 
@@ -56,7 +80,11 @@ static OBJECT_META: GoStruct = GoStruct {
 };
 static GIT: GoStruct = GoStruct {
     name: "v1.Git",
-    fields: &[field!("repo", STRING), field!("directory", STRING), field!("ref", STRING)],
+    fields: &[
+        field!("repo", STRING),
+        field!("directory", STRING),
+        field!("ref", STRING),
+    ],
 };
 static GIT_LOCK: GoStruct = GoStruct {
     name: "v1.GitLock",
@@ -107,7 +135,10 @@ static PACKAGE_INFO: GoStruct = GoStruct {
         field!("description", STRING),
         field!("keywords", GoType::List("[]string", &STRINGS)),
         field!("man", STRING),
-        field!("readinessGates", GoType::List("[]v1.ReadinessGate", &READINESS_GATE_TYPE)),
+        field!(
+            "readinessGates",
+            GoType::List("[]v1.ReadinessGate", &READINESS_GATE_TYPE)
+        ),
     ],
 };
 static SELECTOR: GoStruct = GoStruct {
@@ -206,23 +237,38 @@ pub(crate) static PIPELINE_STEP_RESULT: GoStruct = GoStruct {
         field!("executionError", STRING),
         field!("stderr", STRING),
         field!("exitCode", GoType::Int, required),
-        field!("results", GoType::List("[]v1.ResultItem", &RESULT_ITEM_TYPE)),
-        field!("errorResults", GoType::List("[]v1.ResultItem", &RESULT_ITEM_TYPE)),
+        field!(
+            "results",
+            GoType::List("[]v1.ResultItem", &RESULT_ITEM_TYPE)
+        ),
+        field!(
+            "errorResults",
+            GoType::List("[]v1.ResultItem", &RESULT_ITEM_TYPE)
+        ),
     ],
 };
 static PIPELINE_STEP_RESULT_TYPE: GoType = GoType::Struct(&PIPELINE_STEP_RESULT);
 static RENDER_STATUS: GoStruct = GoStruct {
     name: "v1.RenderStatus",
     fields: &[
-        field!("mutationSteps", GoType::List("[]v1.PipelineStepResult", &PIPELINE_STEP_RESULT_TYPE)),
-        field!("validationSteps", GoType::List("[]v1.PipelineStepResult", &PIPELINE_STEP_RESULT_TYPE)),
+        field!(
+            "mutationSteps",
+            GoType::List("[]v1.PipelineStepResult", &PIPELINE_STEP_RESULT_TYPE)
+        ),
+        field!(
+            "validationSteps",
+            GoType::List("[]v1.PipelineStepResult", &PIPELINE_STEP_RESULT_TYPE)
+        ),
         field!("errorSummary", STRING),
     ],
 };
 static STATUS: GoStruct = GoStruct {
     name: "v1.Status",
     fields: &[
-        field!("conditions", GoType::List("[]v1.Condition", &CONDITION_TYPE)),
+        field!(
+            "conditions",
+            GoType::List("[]v1.Condition", &CONDITION_TYPE)
+        ),
         field!("renderStatus", GoType::Struct(&RENDER_STATUS), pointer),
     ],
 };
@@ -342,7 +388,11 @@ impl Function {
     /// The function's short name as kpt's validation messages use it: the
     /// last path segment of the image, without tag or digest.
     pub fn short_name(&self) -> String {
-        let image = if self.image.is_empty() { &self.exec } else { &self.image };
+        let image = if self.image.is_empty() {
+            &self.exec
+        } else {
+            &self.image
+        };
         let last = image.rsplit('/').next().unwrap_or(image);
         let last = last.split('@').next().unwrap_or(last);
         last.split(':').next().unwrap_or(last).to_owned()
@@ -424,16 +474,26 @@ fn function_of(value: &StructValue) -> Function {
         config_map: map_of(value.get(&FUNCTION, "configMap")),
         name: value.str(&FUNCTION, "name").to_owned(),
         tag: value.str(&FUNCTION, "tag").to_owned(),
-        selectors: list_of(value.get(&FUNCTION, "selectors")).into_iter().map(selector_of).collect(),
-        exclude: list_of(value.get(&FUNCTION, "exclude")).into_iter().map(selector_of).collect(),
+        selectors: list_of(value.get(&FUNCTION, "selectors"))
+            .into_iter()
+            .map(selector_of)
+            .collect(),
+        exclude: list_of(value.get(&FUNCTION, "exclude"))
+            .into_iter()
+            .map(selector_of)
+            .collect(),
     }
 }
 
 impl Kptfile {
     /// Parses a Kptfile's text. `dir` is the package directory, for messages.
     pub fn parse(text: &str, dir: &Path) -> Result<Kptfile, KptfileError> {
-        let unreadable = |details: String| KptfileError::Unreadable { dir: dir.to_path_buf(), details };
-        let document = crate::yaml::parse_document(text).map_err(|error| unreadable(error.to_string()))?;
+        let unreadable = |details: String| KptfileError::Unreadable {
+            dir: dir.to_path_buf(),
+            details,
+        };
+        let document =
+            crate::yaml::parse_document(text).map_err(|error| unreadable(error.to_string()))?;
         let Some(document) = document else {
             return Err(unreadable("EOF".to_owned()));
         };
@@ -446,12 +506,18 @@ impl Kptfile {
         if let Some(api_version) = document.root().get_str(&["apiVersion"]) {
             for legacy in ["v1alpha1", "v1alpha2"] {
                 if api_version == format!("kpt.dev/{legacy}") {
-                    return Err(KptfileError::Legacy { dir: dir.to_path_buf(), version: legacy.to_owned() });
+                    return Err(KptfileError::Legacy {
+                        dir: dir.to_path_buf(),
+                        version: legacy.to_owned(),
+                    });
                 }
             }
         }
-        let value = gostruct::decode(document, &KPTFILE)
-            .map_err(|errors| KptfileError::Unreadable { dir: dir.to_path_buf(), details: errors.to_string() })?;
+        let value =
+            gostruct::decode(document, &KPTFILE).map_err(|errors| KptfileError::Unreadable {
+                dir: dir.to_path_buf(),
+                details: errors.to_string(),
+            })?;
         Ok(Kptfile::from_value(value))
     }
 
@@ -462,8 +528,14 @@ impl Kptfile {
         };
         let pipeline = match value.get(&KPTFILE, "pipeline") {
             Some(GoValue::Struct(Some(pipeline))) => Pipeline {
-                mutators: list_of(pipeline.get(&PIPELINE, "mutators")).into_iter().map(function_of).collect(),
-                validators: list_of(pipeline.get(&PIPELINE, "validators")).into_iter().map(function_of).collect(),
+                mutators: list_of(pipeline.get(&PIPELINE, "mutators"))
+                    .into_iter()
+                    .map(function_of)
+                    .collect(),
+                validators: list_of(pipeline.get(&PIPELINE, "validators"))
+                    .into_iter()
+                    .map(function_of)
+                    .collect(),
             },
             _ => Pipeline::default(),
         };
@@ -477,13 +549,18 @@ impl Kptfile {
 
     /// True when the annotation `key` reads as kpt's `ConditionTrue`.
     pub fn annotation_is_true(&self, key: &str) -> bool {
-        self.annotations.get(key).is_some_and(|value| value.eq_ignore_ascii_case("true"))
+        self.annotations
+            .get(key)
+            .is_some_and(|value| value.eq_ignore_ascii_case("true"))
     }
 
     /// Validates the Kptfile as kpt's `Validate` does when a package node is
     /// created: function references and function-config paths.
     pub fn validate(&self, pkg_dir: &Path) -> Result<(), KptfileError> {
-        for (kind, functions) in [("mutators", &self.pipeline.mutators), ("validators", &self.pipeline.validators)] {
+        for (kind, functions) in [
+            ("mutators", &self.pipeline.mutators),
+            ("validators", &self.pipeline.validators),
+        ] {
             for (index, function) in functions.iter().enumerate() {
                 validate_function(function, &format!("pipeline.{kind}[{index}]"), pkg_dir)?;
             }
@@ -493,7 +570,11 @@ impl Kptfile {
 
     /// Replaces the `Rendered` condition and the render status, then writes
     /// the Kptfile as Go's marshaller would (wide sequences, struct order).
-    pub(crate) fn with_render_status(&self, condition: &Condition, render_status: Option<StructValue>) -> Node {
+    pub(crate) fn with_render_status(
+        &self,
+        condition: &Condition,
+        render_status: Option<StructValue>,
+    ) -> Node {
         let mut value = self.value.clone();
         let mut status = match value.get(&KPTFILE, "status") {
             Some(GoValue::Struct(Some(status))) => status.clone(),
@@ -512,9 +593,21 @@ impl Kptfile {
         };
         let mut condition_value = StructValue::default();
         condition_value.set(&CONDITION, "type", GoValue::Str("Rendered".to_owned()));
-        condition_value.set(&CONDITION, "status", GoValue::Str(condition.status.to_owned()));
-        condition_value.set(&CONDITION, "reason", GoValue::Str(condition.reason.to_owned()));
-        condition_value.set(&CONDITION, "message", GoValue::Str(condition.message.clone()));
+        condition_value.set(
+            &CONDITION,
+            "status",
+            GoValue::Str(condition.status.to_owned()),
+        );
+        condition_value.set(
+            &CONDITION,
+            "reason",
+            GoValue::Str(condition.reason.to_owned()),
+        );
+        condition_value.set(
+            &CONDITION,
+            "message",
+            GoValue::Str(condition.message.clone()),
+        );
         conditions.push(GoValue::Struct(Some(condition_value)));
         status.set(&STATUS, "conditions", GoValue::List(Some(conditions)));
         status.set(&STATUS, "renderStatus", GoValue::Struct(render_status));
@@ -541,20 +634,39 @@ pub(crate) fn render_status_value(
     error_summary: &str,
 ) -> StructValue {
     let mut value = StructValue::default();
-    let wrap = |steps: Vec<StructValue>| GoValue::List(Some(steps.into_iter().map(|s| GoValue::Struct(Some(s))).collect()));
+    let wrap = |steps: Vec<StructValue>| {
+        GoValue::List(Some(
+            steps
+                .into_iter()
+                .map(|s| GoValue::Struct(Some(s)))
+                .collect(),
+        ))
+    };
     value.set(&RENDER_STATUS, "mutationSteps", wrap(mutation_steps));
     value.set(&RENDER_STATUS, "validationSteps", wrap(validation_steps));
-    value.set(&RENDER_STATUS, "errorSummary", GoValue::Str(error_summary.to_owned()));
+    value.set(
+        &RENDER_STATUS,
+        "errorSummary",
+        GoValue::Str(error_summary.to_owned()),
+    );
     value
 }
 
 fn invalid(field: String, value: Option<&str>, reason: impl Into<String>) -> KptfileError {
-    KptfileError::Invalid { field, value: value.map(str::to_owned), reason: reason.into() }
+    KptfileError::Invalid {
+        field,
+        value: value.map(str::to_owned),
+        reason: reason.into(),
+    }
 }
 
 fn validate_function(function: &Function, field: &str, pkg_dir: &Path) -> Result<(), KptfileError> {
     if function.image.is_empty() && function.exec.is_empty() {
-        return Err(invalid(format!("{field}.image"), Some(""), "must specify a functionConfig image or exec"));
+        return Err(invalid(
+            format!("{field}.image"),
+            Some(""),
+            "must specify a functionConfig image or exec",
+        ));
     }
     if !function.config_map.is_empty() && !function.config_path.is_empty() {
         return Err(invalid(
@@ -569,10 +681,18 @@ fn validate_function(function: &Function, field: &str, pkg_dir: &Path) -> Result
     let config_field = format!("{field}.configPath");
     let config_path = function.config_path.as_str();
     if Path::new(config_path).is_absolute() {
-        return Err(invalid(config_field, Some(config_path), "path must be relative"));
+        return Err(invalid(
+            config_field,
+            Some(config_path),
+            "path must be relative",
+        ));
     }
     if escapes(config_path) {
-        return Err(invalid(config_field, Some(config_path), "path must not be outside the package"));
+        return Err(invalid(
+            config_field,
+            Some(config_path),
+            "path must not be outside the package",
+        ));
     }
     let file = pkg_dir.join(config_path);
     let text = match std::fs::read(&file) {
@@ -590,20 +710,31 @@ fn validate_function(function: &Function, field: &str, pkg_dir: &Path) -> Result
         }
     };
     let documents = crate::yaml::parse_documents(&text).map_err(|error| {
-        invalid(config_field.clone(), Some(config_path), format!("functionConfig {config_path:?}: {error}"))
+        invalid(
+            config_field.clone(),
+            Some(config_path),
+            format!("functionConfig {config_path:?}: {error}"),
+        )
     })?;
     let documents: Vec<&Node> = documents.iter().filter(|d| !d.root().is_null()).collect();
     if documents.len() > 1 {
         return Err(invalid(
             config_field,
             Some(config_path),
-            format!("functionConfig {config_path:?} must not contain more than one config, got {}", documents.len()),
+            format!(
+                "functionConfig {config_path:?} must not contain more than one config, got {}",
+                documents.len()
+            ),
         ));
     }
     if let Some(document) = documents.first()
         && let Err(reason) = check_krm(document)
     {
-        return Err(invalid(config_field, Some(config_path), format!("functionConfig {config_path:?}: {reason}")));
+        return Err(invalid(
+            config_field,
+            Some(config_path),
+            format!("functionConfig {config_path:?}: {reason}"),
+        ));
     }
     Ok(())
 }
@@ -695,22 +826,41 @@ mod tests {
 
     #[test]
     fn image_names() {
-        assert_eq!(resolve_image("set-labels:v0.1", DEFAULT_IMAGE_PREFIX), "ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.1");
-        assert_eq!(resolve_image("gcr.io/x/y", DEFAULT_IMAGE_PREFIX), "gcr.io/x/y");
-        assert_eq!(with_default_tag("ghcr.io/a/no-op"), "ghcr.io/a/no-op:latest");
-        assert_eq!(with_default_tag("localhost:5000/a"), "localhost:5000/a:latest");
+        assert_eq!(
+            resolve_image("set-labels:v0.1", DEFAULT_IMAGE_PREFIX),
+            "ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.1"
+        );
+        assert_eq!(
+            resolve_image("gcr.io/x/y", DEFAULT_IMAGE_PREFIX),
+            "gcr.io/x/y"
+        );
+        assert_eq!(
+            with_default_tag("ghcr.io/a/no-op"),
+            "ghcr.io/a/no-op:latest"
+        );
+        assert_eq!(
+            with_default_tag("localhost:5000/a"),
+            "localhost:5000/a:latest"
+        );
         assert_eq!(with_default_tag("a/b@sha256:00"), "a/b@sha256:00");
     }
 
     #[test]
     fn short_names() {
-        let f = Function { image: "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest".into(), ..Function::default() };
+        let f = Function {
+            image: "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest".into(),
+            ..Function::default()
+        };
         assert_eq!(f.short_name(), "set-labels");
     }
 
     #[test]
     fn validation_message_text() {
-        let error = invalid("pipeline.mutators[0].configPath".into(), Some("/x"), "path must be relative");
+        let error = invalid(
+            "pipeline.mutators[0].configPath".into(),
+            Some("/x"),
+            "path must be relative",
+        );
         assert_eq!(
             error.to_string(),
             "Kptfile is invalid:\nField: `pipeline.mutators[0].configPath`\nValue: \"/x\"\nReason: path must be relative\n"
@@ -739,7 +889,13 @@ mod status_tests {
 
     #[test]
     fn status_rewrite_follows_struct_order() {
-        let mut mutator = map(vec![("configMap", map(vec![("tier", s("backend")), ("a", s("true"))])), ("image", s("set-labels"))]);
+        let mut mutator = map(vec![
+            (
+                "configMap",
+                map(vec![("tier", s("backend")), ("a", s("true"))]),
+            ),
+            ("image", s("set-labels")),
+        ]);
         mutator.line = 7;
         let mut mutators = Node::new_sequence();
         mutators.content.push(mutator);
@@ -750,7 +906,11 @@ mod status_tests {
             ("pipeline", map(vec![("mutators", mutators)])),
         ]));
         let kptfile = Kptfile::from_node(&document, Path::new("/x")).expect("decodes");
-        let condition = Condition { status: "False", reason: "RenderFailed", message: "pkg.render: pkg .:\n\tpipeline.run: already handled error".into() };
+        let condition = Condition {
+            status: "False",
+            reason: "RenderFailed",
+            message: "pkg.render: pkg .:\n\tpipeline.run: already handled error".into(),
+        };
         let node = kptfile.with_render_status(&condition, None);
         assert_eq!(
             crate::yaml::to_string(&node, SeqIndent::Wide),
@@ -767,7 +927,10 @@ mod status_tests {
         function.content.push(s("y"));
         let mut mutators = Node::new_sequence();
         mutators.content.push(function);
-        let document = Node::new_document(map(vec![("apiVersion", s("kpt.dev/v1")), ("pipeline", map(vec![("mutators", mutators)]))]));
+        let document = Node::new_document(map(vec![
+            ("apiVersion", s("kpt.dev/v1")),
+            ("pipeline", map(vec![("mutators", mutators)])),
+        ]));
         let error = Kptfile::from_node(&document, Path::new("/p/app")).expect_err("unknown field");
         assert_eq!(
             error.to_string(),

@@ -73,7 +73,12 @@ mod tests {
         for dir in ["b", "a/inner", "c/x", "c/x/deeper", "plain/sub"] {
             std::fs::create_dir_all(root.join(dir)).expect("mkdir");
         }
-        for kptfile in ["b/Kptfile", "a/inner/Kptfile", "c/x/Kptfile", "c/x/deeper/Kptfile"] {
+        for kptfile in [
+            "b/Kptfile",
+            "a/inner/Kptfile",
+            "c/x/Kptfile",
+            "c/x/deeper/Kptfile",
+        ] {
             std::fs::write(root.join(kptfile), "").expect("write");
         }
         let found: Vec<String> = direct_subpackages(root)

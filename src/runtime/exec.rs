@@ -19,14 +19,18 @@ pub struct ExecEvaluator;
 /// Splits an `exec:` string like a POSIX shell would (quotes and escapes,
 /// no expansion), as kpt's shlex split does.
 pub fn split_command(command: &str) -> Result<Vec<String>, EvalError> {
-    shell_words::split(command)
-        .map_err(|error| EvalError::ExecutionFailed(format!("exec command {command:?} must be valid: {error}")))
+    shell_words::split(command).map_err(|error| {
+        EvalError::ExecutionFailed(format!("exec command {command:?} must be valid: {error}"))
+    })
 }
 
 impl Evaluator for ExecEvaluator {
     fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
         let FunctionTarget::Exec(command) = request.target else {
-            return Err(EvalError::NotFound(format!("not an exec function: {:?}", request.target)));
+            return Err(EvalError::NotFound(format!(
+                "not an exec function: {:?}",
+                request.target
+            )));
         };
         let words = split_command(command)?;
         let (program, args) = match words.split_first() {
@@ -39,14 +43,21 @@ impl Evaluator for ExecEvaluator {
 
 /// Runs `program args...` with `input` on stdin, reading stdout and stderr
 /// concurrently; kills the child after `timeout`.
-pub fn run_process(program: &str, args: &[String], input: &[u8], timeout: Duration) -> Result<FunctionResponse, EvalError> {
+pub fn run_process(
+    program: &str,
+    args: &[String],
+    input: &[u8],
+    timeout: Duration,
+) -> Result<FunctionResponse, EvalError> {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|error| EvalError::ExecutionFailed(format!("fork/exec {program}: {}", go_io_text(&error))))?;
+        .map_err(|error| {
+            EvalError::ExecutionFailed(format!("fork/exec {program}: {}", go_io_text(&error)))
+        })?;
 
     let stdin = child.stdin.take();
     let input = input.to_vec();
@@ -97,7 +108,11 @@ pub fn run_process(program: &str, args: &[String], input: &[u8], timeout: Durati
     let stderr = stderr_reader.join().unwrap_or_default();
     // Killed by a signal: Go reports -1 as the exit code.
     let exit_code = status.code().unwrap_or(-1);
-    Ok(FunctionResponse { stdout, stderr, exit_code })
+    Ok(FunctionResponse {
+        stdout,
+        stderr,
+        exit_code,
+    })
 }
 
 fn go_io_text(error: &std::io::Error) -> String {
@@ -113,13 +128,20 @@ mod tests {
     use super::*;
 
     fn run(command: &str, input: &[u8]) -> FunctionResponse {
-        let request = FunctionRequest { target: FunctionTarget::Exec(command), input, timeout: Duration::from_secs(20) };
+        let request = FunctionRequest {
+            target: FunctionTarget::Exec(command),
+            input,
+            timeout: Duration::from_secs(20),
+        };
         ExecEvaluator.evaluate(&request).expect("runs")
     }
 
     #[test]
     fn splits_quoted_arguments() {
-        assert_eq!(split_command("sed -e 's/foo/bar/'").expect("valid"), vec!["sed", "-e", "s/foo/bar/"]);
+        assert_eq!(
+            split_command("sed -e 's/foo/bar/'").expect("valid"),
+            vec!["sed", "-e", "s/foo/bar/"]
+        );
     }
 
     #[test]
@@ -131,7 +153,10 @@ mod tests {
 
     #[test]
     fn large_stderr_does_not_deadlock() {
-        let response = run("sh -c 'head -c 200000 /dev/zero >&2; cat'", &vec![b'x'; 300_000]);
+        let response = run(
+            "sh -c 'head -c 200000 /dev/zero >&2; cat'",
+            &vec![b'x'; 300_000],
+        );
         assert_eq!(response.stderr.len(), 200_000);
         assert_eq!(response.stdout.len(), 300_000);
     }
@@ -150,12 +175,22 @@ mod tests {
             input: b"",
             timeout: Duration::from_secs(5),
         };
-        assert!(matches!(ExecEvaluator.evaluate(&request), Err(EvalError::ExecutionFailed(_))));
+        assert!(matches!(
+            ExecEvaluator.evaluate(&request),
+            Err(EvalError::ExecutionFailed(_))
+        ));
     }
 
     #[test]
     fn deadline_kills_the_child() {
-        let request = FunctionRequest { target: FunctionTarget::Exec("sleep 5"), input: b"", timeout: Duration::from_millis(100) };
-        assert!(matches!(ExecEvaluator.evaluate(&request), Err(EvalError::TimedOut(_))));
+        let request = FunctionRequest {
+            target: FunctionTarget::Exec("sleep 5"),
+            input: b"",
+            timeout: Duration::from_millis(100),
+        };
+        assert!(matches!(
+            ExecEvaluator.evaluate(&request),
+            Err(EvalError::TimedOut(_))
+        ));
     }
 }

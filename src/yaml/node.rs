@@ -255,7 +255,11 @@ impl Node {
 
     /// Iterates a mapping's (key, value) pairs in order; empty for other kinds.
     pub fn pairs(&self) -> impl Iterator<Item = (&Node, &Node)> {
-        let content: &[Node] = if self.is_mapping() { &self.content } else { &[] };
+        let content: &[Node] = if self.is_mapping() {
+            &self.content
+        } else {
+            &[]
+        };
         content.chunks_exact(2).map(|pair| (&pair[0], &pair[1]))
     }
 

@@ -144,7 +144,10 @@ fn is_timestamp(value: &str) -> bool {
     if year_digits != 4 || bytes.get(4) != Some(&b'-') {
         return false;
     }
-    let mut cursor = Cursor { text: value, pos: 5 };
+    let mut cursor = Cursor {
+        text: value,
+        pos: 5,
+    };
     let Some(month) = cursor.number(1, 2) else {
         return false;
     };
