@@ -221,8 +221,9 @@ pub(crate) fn source_resources(root: &Path) -> Result<Vec<crate::yaml::Node>, St
     Ok(resources)
 }
 
-/// kpt's attribution: Config Connector resources get `kpt-fn` recorded in
-/// `cnrm.cloud.google.com/blueprint`.
+/// kpt's attribution: Config Connector resources get `krm-fn` recorded in
+/// `cnrm.cloud.google.com/blueprint`, single-quoted as kyaml's
+/// `SetAnnotation` writes every value (Porch's `simple-render` case).
 fn add_attribution(resources: &mut [crate::yaml::Node]) {
     for node in resources.iter_mut() {
         let is_cnrm = resource::api_version(node).is_some_and(|v| v.contains(".cnrm."));
@@ -232,9 +233,9 @@ fn add_attribution(resources: &mut [crate::yaml::Node]) {
         let current = resource::annotation(node, CNRM_ANNOTATION)
             .unwrap_or("")
             .to_owned();
-        let updated = record_attribution(&current, "kpt-fn");
+        let updated = record_attribution(&current, "krm-fn");
         if updated != current {
-            resource::set_annotation(node, CNRM_ANNOTATION, &updated, Style::PLAIN);
+            resource::set_annotation(node, CNRM_ANNOTATION, &updated, Style::SINGLE_QUOTED);
         }
     }
 }
