@@ -383,67 +383,10 @@ pub(crate) fn go_quote(value: &str) -> String {
     out
 }
 
-/// YAML 1.1 booleans go-yaml v3 still quotes on output.
-pub(crate) fn is_old_bool(text: &str) -> bool {
-    matches!(
-        text,
-        "y" | "Y"
-            | "yes"
-            | "Yes"
-            | "YES"
-            | "on"
-            | "On"
-            | "ON"
-            | "n"
-            | "N"
-            | "no"
-            | "No"
-            | "NO"
-            | "off"
-            | "Off"
-            | "OFF"
-    )
-}
-
-/// `^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`
-pub(crate) fn is_base60_float(text: &str) -> bool {
-    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
-    let (body, fraction) = match body.split_once('.') {
-        Some((body, fraction)) => (body, Some(fraction)),
-        None => (body, None),
-    };
-    if fraction.is_some_and(|f| !f.bytes().all(|b| b.is_ascii_digit() || b == b'_')) {
-        return false;
-    }
-    let mut parts = body.split(':');
-    let Some(head) = parts.next() else {
-        return false;
-    };
-    if !head.starts_with(|c: char| c.is_ascii_digit())
-        || !head.bytes().all(|b| b.is_ascii_digit() || b == b'_')
-    {
-        return false;
-    }
-    let mut sexagesimal = 0;
-    for part in parts {
-        sexagesimal += 1;
-        let bytes = part.as_bytes();
-        let ok = match bytes {
-            [d] => d.is_ascii_digit(),
-            [a, b] => (b'0'..=b'5').contains(a) && b.is_ascii_digit(),
-            _ => false,
-        };
-        if !ok {
-            return false;
-        }
-    }
-    sexagesimal > 0
-}
-
 /// kyaml `IsYaml1_1NonString`: text that a YAML 1.1 reader would not
 /// take as a string (go-yaml v3 non-strings, old booleans, base-60 numbers).
 pub(crate) fn is_yaml11_non_string(text: &str) -> bool {
-    crate::yaml::resolve::is_non_string(text) || is_old_bool(text) || is_base60_float(text)
+    !crate::yaml::marshal::can_use_plain(text)
 }
 
 #[cfg(test)]

@@ -26,10 +26,7 @@ use starlark::values::tuple::TupleRef;
 use starlark::values::{Heap, UnpackValue, Value};
 use starlark::{ErrorKind, PrintHandler};
 
-use super::sdk::{
-    FUNCTION_FAILURE, FnResult, Outcome, ResourceList, is_base60_float, is_old_bool,
-    split_api_version,
-};
+use super::sdk::{FUNCTION_FAILURE, FnResult, Outcome, ResourceList, split_api_version};
 use crate::yaml::node::{Node, NodeKind, Style, tag};
 use crate::yaml::resolve::resolve_plain;
 
@@ -497,7 +494,7 @@ fn string_node(text: &str) -> Node {
     let mut node = Node::new_string(text);
     if text.contains('\n') {
         node.style = Style::LITERAL;
-    } else if resolve_plain(text) != tag::STR || is_old_bool(text) || is_base60_float(text) {
+    } else if !crate::yaml::marshal::can_use_plain(text) {
         node.style = Style::DOUBLE_QUOTED;
     }
     node
@@ -663,8 +660,8 @@ mod tests {
 
     #[test]
     fn base60_and_old_bools_are_quoted() {
-        assert!(is_base60_float("1:20"));
-        assert!(!is_base60_float("1:2a"));
+        assert!(!crate::yaml::marshal::can_use_plain("1:20"));
+        assert!(crate::yaml::marshal::can_use_plain("1:2a"));
         assert_eq!(string_node("yes").style, Style::DOUBLE_QUOTED);
         assert_eq!(string_node("plain").style, Style::PLAIN);
         assert_eq!(string_node("a\nb").style, Style::LITERAL);
