@@ -17,18 +17,22 @@ struct Cases {
     cases: Vec<Case>,
 }
 
+/// One golden case of `yaml-fidelity-cases.json`, with kpt's result in both
+/// modes (this module checks `no_function`, `yaml_golden_identity` the other).
 #[derive(serde::Deserialize)]
-struct Case {
-    name: String,
-    file_name: String,
-    input: String,
-    no_function: Expected,
+pub(crate) struct Case {
+    pub(crate) name: String,
+    pub(crate) file_name: String,
+    pub(crate) input: String,
+    pub(crate) no_function: Expected,
+    pub(crate) identity_function: Expected,
 }
 
+/// kpt's output bytes, or its error text.
 #[derive(serde::Deserialize)]
-struct Expected {
-    output: Option<String>,
-    error: Option<String>,
+pub(crate) struct Expected {
+    pub(crate) output: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// Cases that do not pass yet, each with the reason (see
@@ -37,7 +41,7 @@ struct Expected {
 /// the list only shrinks.
 const KNOWN_FAILING: &[&str] = &[];
 
-fn load_cases() -> Vec<Case> {
+pub(crate) fn load_cases() -> Vec<Case> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/yaml/yaml-fidelity-cases.json");
     let text = std::fs::read_to_string(&path).expect("golden case file is checked in");
     // JSON is YAML; serde_yaml (a dev-dependency) reads it without adding a
@@ -46,9 +50,9 @@ fn load_cases() -> Vec<Case> {
     cases.cases
 }
 
-/// The render's KRM check on read resources (owned by the engine; emulated
-/// here so the `bare.yaml` case is covered end to end).
-fn krm_check(file_name: &str, resources: &[Node]) -> Result<(), String> {
+/// The render's KRM check on read resources (owned by the hydrator;
+/// emulated here so the `bare.yaml` case is covered end to end).
+pub(crate) fn krm_check(file_name: &str, resources: &[Node]) -> Result<(), String> {
     use krender::krm::resource::{api_version, kind};
     for resource in resources {
         let missing = if api_version(resource).is_none() {
@@ -85,7 +89,7 @@ fn run_no_function(case: &Case) -> Result<String, String> {
     Ok(files.get(&case.file_name).cloned().unwrap_or_default())
 }
 
-fn diff(expected: &str, actual: &str) -> String {
+pub(crate) fn diff(expected: &str, actual: &str) -> String {
     similar::TextDiff::from_lines(expected, actual)
         .unified_diff()
         .context_radius(3)
@@ -134,26 +138,37 @@ fn golden_no_function() {
             Some(problem) => failures.push((case.name.clone(), problem)),
         }
     }
-    eprintln!("golden no_function: {passed}/{} passed", cases.len());
+    assert_known_failures("no_function", passed, &failures, KNOWN_FAILING);
+}
+
+/// Prints the pass count and fails unless exactly the `known_failing` cases
+/// failed, so a known-failure list can only shrink.
+pub(crate) fn assert_known_failures(
+    mode: &str,
+    passed: usize,
+    failures: &[(String, String)],
+    known_failing: &[&str],
+) {
+    let total = passed + failures.len();
+    eprintln!("golden {mode}: {passed}/{total} passed");
     let mut report = String::new();
-    for (name, problem) in &failures {
+    for (name, problem) in failures {
         report.push_str(&format!("\n=== {name} ===\n{problem}\n"));
     }
     let unexpected: Vec<&str> = failures
         .iter()
         .map(|(name, _)| name.as_str())
-        .filter(|name| !KNOWN_FAILING.contains(name))
+        .filter(|name| !known_failing.contains(name))
         .collect();
-    let fixed: Vec<&str> = KNOWN_FAILING
+    let fixed: Vec<&str> = known_failing
         .iter()
         .copied()
         .filter(|name| !failures.iter().any(|(failed, _)| failed == name))
         .collect();
     assert!(
         unexpected.is_empty() && fixed.is_empty(),
-        "golden no_function: {passed}/{} passed; unexpected failures: {unexpected:?}; \
-         now passing (remove from KNOWN_FAILING): {fixed:?}\n{report}",
-        cases.len()
+        "golden {mode}: {passed}/{total} passed; unexpected failures: {unexpected:?}; \
+         now passing (remove from KNOWN_FAILING): {fixed:?}\n{report}"
     );
 }
 

@@ -13,26 +13,8 @@ use std::path::Path;
 use krender::krm::function_filter::{FunctionCall, FunctionExit, run_function};
 use krender::pkg::reader::{ReadOptions, parse_file};
 use krender::pkg::writer::render_files;
-use krender::yaml::Node;
 
-#[derive(serde::Deserialize)]
-struct Cases {
-    cases: Vec<Case>,
-}
-
-#[derive(serde::Deserialize)]
-struct Case {
-    name: String,
-    file_name: String,
-    input: String,
-    identity_function: Expected,
-}
-
-#[derive(serde::Deserialize)]
-struct Expected {
-    output: Option<String>,
-    error: Option<String>,
-}
+use super::yaml_golden::{Case, Expected, assert_known_failures, diff, krm_check, load_cases};
 
 /// Cases that do not pass yet. The test fails when a case outside this list
 /// fails, and also when a listed case starts passing, so the list only
@@ -46,32 +28,6 @@ const PKG: &str = "@PKG@";
 fn fixture(path: &str) -> String {
     let full = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
     std::fs::read_to_string(&full).unwrap_or_default()
-}
-
-fn load_cases() -> Vec<Case> {
-    let text = fixture("fixtures/yaml/yaml-fidelity-cases.json");
-    // JSON is YAML; serde_yaml (a dev-dependency) reads it.
-    let cases: Cases = serde_yaml::from_str(&text).expect("golden case file parses");
-    cases.cases
-}
-
-/// The render's KRM check on read resources (owned by the hydrator;
-/// emulated here so the `bare.yaml` case is covered end to end).
-fn krm_check(file_name: &str, resources: &[Node]) -> Result<(), String> {
-    use krender::krm::resource::{api_version, kind};
-    for resource in resources {
-        let missing = if api_version(resource).is_none() {
-            "apiVersion"
-        } else if kind(resource).is_none() {
-            "kind"
-        } else {
-            continue;
-        };
-        return Err(format!(
-            "input resource list must contain only KRM resources: {file_name}: resource must have `{missing}`"
-        ));
-    }
-    Ok(())
 }
 
 struct Run {
@@ -143,14 +99,6 @@ fn run_identity(case: &Case) -> Run {
     Run { output, stdin }
 }
 
-fn diff(expected: &str, actual: &str) -> String {
-    similar::TextDiff::from_lines(expected, actual)
-        .unified_diff()
-        .context_radius(3)
-        .header("expected (kpt)", "actual (krender)")
-        .to_string()
-}
-
 fn check(case: &Case) -> Option<String> {
     let run = run_identity(case);
     let mut problems = Vec::new();
@@ -217,25 +165,5 @@ fn golden_identity_function() {
             Some(problem) => failures.push((case.name.clone(), problem)),
         }
     }
-    eprintln!("golden identity_function: {passed}/{} passed", cases.len());
-    let mut report = String::new();
-    for (name, problem) in &failures {
-        report.push_str(&format!("\n=== {name} ===\n{problem}\n"));
-    }
-    let unexpected: Vec<&str> = failures
-        .iter()
-        .map(|(name, _)| name.as_str())
-        .filter(|name| !KNOWN_FAILING.contains(name))
-        .collect();
-    let fixed: Vec<&str> = KNOWN_FAILING
-        .iter()
-        .copied()
-        .filter(|name| !failures.iter().any(|(failed, _)| failed == name))
-        .collect();
-    assert!(
-        unexpected.is_empty() && fixed.is_empty(),
-        "golden identity_function: {passed}/{} passed; unexpected failures: {unexpected:?}; \
-         now passing (remove from KNOWN_FAILING): {fixed:?}\n{report}",
-        cases.len()
-    );
+    assert_known_failures("identity_function", passed, &failures, KNOWN_FAILING);
 }
