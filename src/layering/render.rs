@@ -45,7 +45,7 @@ struct Plan {
 /// documented order.
 pub fn render(inputs: &[InputDocument]) -> Result<Vec<RenderedDocument>, LayeringError> {
     let plan = plan(inputs)?;
-    let rendered = render_levels(&plan)?;
+    let mut rendered = render_levels(&plan)?;
     let mut output = Vec::new();
     for level in &plan.levels {
         for &index in level {
@@ -56,10 +56,11 @@ pub fn render(inputs: &[InputDocument]) -> Result<Vec<RenderedDocument>, Layerin
             {
                 continue;
             }
-            if let Some(data) = &rendered[index] {
+            // Each rendered value is output once: move it out.
+            if let Some(data) = rendered[index].take() {
                 output.push(RenderedDocument {
                     input: document.input,
-                    data: data.clone(),
+                    data,
                 });
             }
         }
