@@ -17,6 +17,7 @@ pub mod actions;
 pub mod document;
 pub mod error;
 pub mod graph;
+pub mod incremental;
 pub mod parent;
 pub mod path;
 pub mod render;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 
 pub use document::InputDocument;
 pub use error::LayeringError;
+pub use incremental::{LayerRender, LayeringSession};
 pub use render::{RenderedDocument, render};
 pub use value::Value;
 

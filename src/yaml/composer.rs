@@ -253,8 +253,7 @@ impl<'a> Composer<'a> {
                     // prior value's key (it was dedented below it).
                     let n = self.children.len();
                     if n >= frame.start + 2 {
-                        self.children[n - 2].foot_comment =
-                            std::mem::take(&mut child.foot_comment);
+                        self.children[n - 2].foot_comment = std::mem::take(&mut child.foot_comment);
                     }
                 }
                 frame.key = Some(child);
