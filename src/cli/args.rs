@@ -180,6 +180,19 @@ pub enum CacheCommand {
     Stats(CacheDirArgs),
     /// Remove every cached entry.
     Clear(CacheDirArgs),
+    /// Remove the entries written more than `--max-age-days` ago.
+    Prune(PruneArgs),
+}
+
+/// `krender cache prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// The cache directory.
+    #[command(flatten)]
+    pub dir: CacheDirArgs,
+    /// Entries older than this many days are removed.
+    #[arg(long = "max-age-days", default_value_t = 30)]
+    pub max_age_days: u64,
 }
 
 /// The cache directory flag of `krender cache`.

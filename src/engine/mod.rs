@@ -2,3 +2,4 @@
 //! persistent function-result cache and level-by-level parallel scheduling.
 pub mod cache;
 pub mod levels;
+pub mod manifest;
