@@ -98,6 +98,9 @@ pub struct RenderArgs {
     /// The persistent function-result cache.
     #[command(flatten)]
     pub cache: CacheArgs,
+    /// Pipelines run in parallel (krender-only; default: one per core).
+    #[arg(long = "jobs", short = 'j')]
+    pub jobs: Option<usize>,
 }
 
 /// Flags of `fn eval`.

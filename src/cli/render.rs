@@ -2,11 +2,14 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::args::RenderArgs;
 use crate::engine::cache::{CachePolicy, CachingEvaluator};
+use crate::engine::db::RenderContext;
 use crate::engine::manifest::{self, Manifest, RenderKey, TreeSnapshot};
-use crate::hydrate::{self, Output, RenderOptions, Report, Runtimes};
+use crate::engine::session::RenderSession;
+use crate::hydrate::{self, Output, RenderOptions, Report};
 use crate::pkg::kptfile::DEFAULT_IMAGE_PREFIX;
 use crate::runtime::Evaluator;
 use crate::runtime::chain::CONFIG_ENV;
@@ -112,23 +115,33 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
     let chain = image_evaluator(&ChainOptions {
         image_pull_policy: args.image_pull_policy.clone(),
     });
-    let cached =
-        cache_dir.map(|dir| CachingEvaluator::new(chain, dir, CachePolicy::from_environment()));
-    let uncached;
-    let image: &dyn Evaluator = match &cached {
-        Some(cached) => cached,
-        None => {
-            uncached = image_evaluator(&ChainOptions {
-                image_pull_policy: args.image_pull_policy.clone(),
-            });
-            uncached.as_ref()
-        }
+    let cached = cache_dir.map(|dir| {
+        Arc::new(CachingEvaluator::new(
+            chain,
+            dir,
+            CachePolicy::from_environment(),
+        ))
+    });
+    let image: Arc<dyn Evaluator> = match &cached {
+        Some(cached) => cached.clone(),
+        None => Arc::from(image_evaluator(&ChainOptions {
+            image_pull_policy: args.image_pull_policy.clone(),
+        })),
     };
-    let exec = ExecEvaluator;
-    let runtimes = Runtimes { image, exec: &exec };
+    let save_on_failure =
+        kptfile.annotation_is_true(crate::pkg::kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION);
+    let context = RenderContext {
+        root: root.clone(),
+        options,
+        save_on_failure,
+        image,
+        exec: Arc::new(ExecEvaluator),
+    };
+    let mut session = RenderSession::new(context, args.jobs);
+    session.refresh(&kptfile);
     let mut out = Tee::new(out, manifest.is_some());
     let mut err = Tee::new(err, manifest.is_some());
-    let outcome = hydrate::hydrate(&root, kptfile, &options, runtimes, &mut err);
+    let outcome = session.render(kptfile, &mut err);
     let ran_exec = outcome
         .fn_results
         .iter()
