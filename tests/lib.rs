@@ -4,6 +4,7 @@ mod builtins_fixtures;
 mod builtins_porch;
 mod cli_render;
 mod engine_cache;
+mod engine_incremental;
 mod krm_wire;
 mod layering_cli;
 mod layering_conformance;

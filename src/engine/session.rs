@@ -75,6 +75,11 @@ impl RenderSession {
         }
     }
 
+    /// The input of the package at `path`, as of the last refresh.
+    pub fn package(&self, path: &Path) -> Option<PackageSource> {
+        self.packages.get(path).copied()
+    }
+
     /// The database (for tests that inspect it).
     pub fn db(&self) -> &RenderDb {
         &self.db
