@@ -37,8 +37,22 @@ pub enum Command {
         #[command(subcommand)]
         command: CacheCommand,
     },
+    /// Render, then re-render incrementally whenever files change
+    /// (krender-only).
+    Watch(WatchArgs),
     /// Print the version.
     Version,
+}
+
+/// `krender watch`: the render flags plus the debounce.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The render flags (`-o stdout|unwrap` re-prints on each rebuild).
+    #[command(flatten)]
+    pub render: RenderArgs,
+    /// Quiet time after the last change before rebuilding, in milliseconds.
+    #[arg(long = "debounce-ms", default_value_t = 200)]
+    pub debounce_ms: u64,
 }
 
 /// `krender fn ...`

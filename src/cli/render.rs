@@ -10,7 +10,7 @@ use crate::engine::db::RenderContext;
 use crate::engine::manifest::{self, Manifest, RenderKey, TreeSnapshot};
 use crate::engine::session::RenderSession;
 use crate::hydrate::{self, Output, RenderOptions, Report};
-use crate::pkg::kptfile::DEFAULT_IMAGE_PREFIX;
+use crate::pkg::kptfile::{DEFAULT_IMAGE_PREFIX, Kptfile, SAVE_ON_RENDER_FAILURE_ANNOTATION};
 use crate::runtime::Evaluator;
 use crate::runtime::chain::CONFIG_ENV;
 use crate::runtime::chain::{ChainOptions, image_evaluator};
@@ -41,7 +41,7 @@ pub(super) fn absolute(path: &Path) -> PathBuf {
 
 /// The package path kpt renders: absolute, with a symbolic link to the
 /// package resolved (kpt's `ResolveSymlink`).
-fn resolve_package_path(path: &Path) -> PathBuf {
+pub(super) fn resolve_package_path(path: &Path) -> PathBuf {
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
     if is_link && let Ok(resolved) = std::fs::canonicalize(path) {
         return resolved;
@@ -101,42 +101,7 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
             return 1;
         }
     };
-    let options = RenderOptions {
-        allow_exec: args.allow_exec,
-        allow_wasm: args.allow_wasm,
-        truncate_output: args.truncate_output,
-        image_prefix: args
-            .image_prefix
-            .clone()
-            .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned()),
-        in_place: output == Output::InPlace,
-        ..RenderOptions::default()
-    };
-    let chain = image_evaluator(&ChainOptions {
-        image_pull_policy: args.image_pull_policy.clone(),
-    });
-    let cached = cache_dir.map(|dir| {
-        Arc::new(CachingEvaluator::new(
-            chain,
-            dir,
-            CachePolicy::from_environment(),
-        ))
-    });
-    let image: Arc<dyn Evaluator> = match &cached {
-        Some(cached) => cached.clone(),
-        None => Arc::from(image_evaluator(&ChainOptions {
-            image_pull_policy: args.image_pull_policy.clone(),
-        })),
-    };
-    let save_on_failure =
-        kptfile.annotation_is_true(crate::pkg::kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION);
-    let context = RenderContext {
-        root: root.clone(),
-        options,
-        save_on_failure,
-        image,
-        exec: Arc::new(ExecEvaluator),
-    };
+    let (context, cached) = render_context(args, &root, &kptfile, &output, cache_dir);
     let mut session = RenderSession::new(context, args.jobs);
     session.refresh(&kptfile);
     let mut out = Tee::new(out, manifest.is_some());
@@ -161,6 +126,53 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
             1
         }
     }
+}
+
+/// The image evaluator with the function cache in front, when on.
+pub(super) type CachedImages = Arc<CachingEvaluator<Box<dyn Evaluator>>>;
+
+/// The session context for rendering `root` with `args`, and the cache (if
+/// on) so callers can read its counters.
+pub(super) fn render_context(
+    args: &RenderArgs,
+    root: &Path,
+    kptfile: &Kptfile,
+    output: &Output,
+    cache_dir: Option<PathBuf>,
+) -> (RenderContext, Option<CachedImages>) {
+    let options = RenderOptions {
+        allow_exec: args.allow_exec,
+        allow_wasm: args.allow_wasm,
+        truncate_output: args.truncate_output,
+        image_prefix: args
+            .image_prefix
+            .clone()
+            .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned()),
+        in_place: *output == Output::InPlace,
+        ..RenderOptions::default()
+    };
+    let chain_options = ChainOptions {
+        image_pull_policy: args.image_pull_policy.clone(),
+    };
+    let cached = cache_dir.map(|dir| {
+        Arc::new(CachingEvaluator::new(
+            image_evaluator(&chain_options),
+            dir,
+            CachePolicy::from_environment(),
+        ))
+    });
+    let image: Arc<dyn Evaluator> = match &cached {
+        Some(cached) => cached.clone(),
+        None => Arc::from(image_evaluator(&chain_options)),
+    };
+    let context = RenderContext {
+        root: root.to_path_buf(),
+        options,
+        save_on_failure: kptfile.annotation_is_true(SAVE_ON_RENDER_FAILURE_ANNOTATION),
+        image,
+        exec: Arc::new(ExecEvaluator),
+    };
+    (context, cached)
 }
 
 /// A stream that also keeps a copy of what went through it.

@@ -13,6 +13,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 use salsa::Setter;
@@ -52,13 +54,32 @@ pub struct RenderSession {
     /// False when the last refresh could not read the tree whole.
     complete: bool,
     jobs: Option<usize>,
+    /// Pipeline executions counted by [`RenderSession::new`]'s event hook.
+    runs: Arc<AtomicUsize>,
 }
 
 impl RenderSession {
     /// A session over `context.root`. `jobs` bounds the parallel pipeline
     /// runs (default: one per core).
     pub fn new(context: RenderContext, jobs: Option<usize>) -> RenderSession {
-        RenderSession::with_db(RenderDb::new(context, None), jobs)
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = runs.clone();
+        let events = Box::new(move |event: salsa::Event| {
+            if let salsa::EventKind::WillExecute { database_key } = event.kind
+                && format!("{database_key:?}").starts_with("rendered_package")
+            {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        let mut session = RenderSession::with_db(RenderDb::new(context, Some(events)), jobs);
+        session.runs = runs;
+        session
+    }
+
+    /// How many package pipelines have run in this session so far (memo
+    /// hits excluded): what `watch` reports per rebuild.
+    pub fn pipelines_run(&self) -> usize {
+        self.runs.load(Ordering::Relaxed)
     }
 
     /// A session over an existing database (tests pass one that records
@@ -72,6 +93,7 @@ impl RenderSession {
             children: BTreeMap::new(),
             complete: false,
             jobs,
+            runs: Arc::default(),
         }
     }
 
