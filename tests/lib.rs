@@ -4,6 +4,8 @@ mod builtins_fixtures;
 mod builtins_porch;
 mod cli_render;
 mod engine_cache;
+mod engine_incremental;
+mod engine_watch;
 mod krm_wire;
 mod layering_cli;
 mod layering_conformance;
