@@ -6,6 +6,7 @@ pub mod args;
 mod cache;
 mod eval;
 mod render;
+mod rpkg;
 
 use std::io::Write;
 use std::process::ExitCode;
