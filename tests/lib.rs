@@ -8,6 +8,7 @@ mod krm_wire;
 mod layering_cli;
 mod layering_conformance;
 mod layering_engine;
+mod lifecycle_crash;
 mod pkg_rw;
 mod render_kptfile;
 mod source_sink;
