@@ -119,9 +119,10 @@ fn main() {
 
     let (full_min, full_median, output) = time(|| {
         let loaded = layering::load_text(&text, &file).expect("parses");
-        let inputs: Vec<InputDocument> = loaded.iter().map(|l| l.input.clone()).collect();
+        let (mut nodes, inputs): (Vec<_>, Vec<InputDocument>) =
+            loaded.into_iter().map(|l| (l.node, l.input)).unzip();
         let rendered = render(&inputs).expect("renders");
-        layering::encode_output(&loaded, &rendered)
+        layering::encode_output(&mut nodes, &rendered)
     });
     assert!(output.contains("endpoint: http://admin:pw7@app7:8080"));
 

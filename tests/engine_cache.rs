@@ -126,7 +126,9 @@ fn warm_render_is_byte_identical_and_served_from_the_cache() {
     assert_eq!(index_snapshot(&cache), index_after_cold);
 
     // Doctor every entry: the next render must show the doctored bytes,
-    // which proves the answers come from the cache.
+    // which proves the answers come from the cache. The unchanged tree's
+    // manifest would answer first (see below), so it goes.
+    std::fs::remove_dir_all(krender::engine::manifest::store_dir(&cache)).unwrap();
     for entry in cacache::index::ls(&cache) {
         let key = entry.unwrap().key;
         let value = cacache::read_sync(&cache, &key).unwrap();
@@ -172,7 +174,117 @@ fn cache_stats_and_clear() {
     assert_eq!(stats.status.code(), Some(0));
     let text = String::from_utf8(stats.stdout).unwrap();
     assert!(text.contains("entries: 3\n"), "{text}");
+    // Nothing is 30 days old; everything is older than 0 days. Three
+    // function results and the stdout render's manifest.
+    let prune = |days: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+            .args(["cache", "prune", "--max-age-days", days, "--cache-dir"])
+            .arg(&cache)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert_eq!(prune("30"), "removed 0 entries, kept 4\n");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(prune("0"), "removed 4 entries, kept 0\n");
+    let text = String::from_utf8(cache_cmd("stats").stdout).unwrap();
+    assert!(text.contains("entries: 0\n"), "{text}");
+    assert_eq!(render(&pkg, &cache, &[]).status.code(), Some(0));
     assert_eq!(cache_cmd("clear").status.code(), Some(0));
     let text = String::from_utf8(cache_cmd("stats").stdout).unwrap();
     assert!(text.contains("entries: 0\n"), "{text}");
+}
+
+/// The per-root manifest: a render that leaves the tree as it found it is
+/// replayed on the next run with the same tree, and any edit turns it off.
+#[test]
+fn unchanged_tree_is_answered_from_its_manifest() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("app");
+    let cache = temp.path().join("cache");
+    write_package(&pkg);
+    let in_place = |pkg: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_krender"))
+            .args(["fn", "render"])
+            .arg(pkg)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .env("KRENDER_CONFIG", pkg.join("no-render.toml"))
+            .output()
+            .unwrap()
+    };
+    let manifests = krender::engine::manifest::store_dir(&cache);
+    // The first render changes the resources (namespaces, labels), the
+    // second only the step messages in the Kptfile status ("already
+    // ..."); the third finds a fixed point and records it.
+    assert_eq!(in_place(&pkg).status.code(), Some(0));
+    let after_first = snapshot(&pkg);
+    assert_eq!(in_place(&pkg).status.code(), Some(0));
+    assert!(!manifests.exists());
+    let after_second = snapshot(&pkg);
+    assert_eq!(in_place(&pkg).status.code(), Some(0));
+    assert!(manifests.exists());
+    assert_eq!(snapshot(&pkg), after_second);
+
+    // Doctor the recorded stderr: a replay shows it, which proves the third
+    // render ran nothing; the tree stays byte-identical.
+    for entry in cacache::index::ls(&manifests) {
+        let key = entry.unwrap().key;
+        let value = String::from_utf8(cacache::read_sync(&manifests, &key).unwrap()).unwrap();
+        let doctored = value.replace(
+            &bytes_json("Successfully executed"),
+            &bytes_json("Replayed!!!!!!!!!!!!"),
+        );
+        assert_ne!(doctored, value);
+        cacache::write_sync(&manifests, &key, doctored.as_bytes()).unwrap();
+    }
+    let third = in_place(&pkg);
+    assert_eq!(third.status.code(), Some(0));
+    let stderr = String::from_utf8(third.stderr).unwrap();
+    assert!(stderr.contains("Replayed!!!!!!!!!!!!"), "{stderr}");
+    assert_eq!(snapshot(&pkg), after_second);
+
+    // An edit is noticed: the render runs for real and sees the new bytes.
+    std::fs::write(
+        pkg.join("db/config.yaml"),
+        CONFIG_MAP.replace("small", "large"),
+    )
+    .unwrap();
+    let fourth = in_place(&pkg);
+    assert_eq!(fourth.status.code(), Some(0));
+    let stderr = String::from_utf8(fourth.stderr).unwrap();
+    assert!(stderr.contains("Successfully executed"), "{stderr}");
+    let config = std::fs::read_to_string(pkg.join("db/config.yaml")).unwrap();
+    assert!(
+        config.contains("size: large") && config.contains("namespace: aaaa"),
+        "{config}"
+    );
+    assert_ne!(after_first, after_second);
+}
+
+/// Every file under `root` with its bytes.
+fn snapshot(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// `text`'s bytes as serde_json writes a `Vec<u8>` (the manifest's stderr).
+fn bytes_json(text: &str) -> String {
+    serde_json::to_string(text.as_bytes())
+        .unwrap()
+        .trim_matches(['[', ']'])
+        .to_owned()
 }

@@ -39,7 +39,7 @@ pub(crate) fn from_serde(value: &serde_yaml::Value) -> Value {
         serde_yaml::Value::String(s) => Value::Str(s.clone()),
         serde_yaml::Value::Sequence(items) => Value::Seq(items.iter().map(from_serde).collect()),
         serde_yaml::Value::Mapping(map) => {
-            let mut out = Map::new();
+            let mut out = Map::default();
             for (key, value) in map {
                 let key = match key {
                     serde_yaml::Value::String(s) => Key::Str(s.clone()),

@@ -37,8 +37,22 @@ pub enum Command {
         #[command(subcommand)]
         command: CacheCommand,
     },
+    /// Render, then re-render incrementally whenever files change
+    /// (krender-only).
+    Watch(WatchArgs),
     /// Print the version.
     Version,
+}
+
+/// `krender watch`: the render flags plus the debounce.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The render flags (`-o stdout|unwrap` re-prints on each rebuild).
+    #[command(flatten)]
+    pub render: RenderArgs,
+    /// Quiet time after the last change before rebuilding, in milliseconds.
+    #[arg(long = "debounce-ms", default_value_t = 200)]
+    pub debounce_ms: u64,
 }
 
 /// `krender fn ...`
@@ -98,6 +112,9 @@ pub struct RenderArgs {
     /// The persistent function-result cache.
     #[command(flatten)]
     pub cache: CacheArgs,
+    /// Pipelines run in parallel (krender-only; default: one per core).
+    #[arg(long = "jobs", short = 'j')]
+    pub jobs: Option<usize>,
 }
 
 /// Flags of `fn eval`.
@@ -180,6 +197,19 @@ pub enum CacheCommand {
     Stats(CacheDirArgs),
     /// Remove every cached entry.
     Clear(CacheDirArgs),
+    /// Remove the entries written more than `--max-age-days` ago.
+    Prune(PruneArgs),
+}
+
+/// `krender cache prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// The cache directory.
+    #[command(flatten)]
+    pub dir: CacheDirArgs,
+    /// Entries older than this many days are removed.
+    #[arg(long = "max-age-days", default_value_t = 30)]
+    pub max_age_days: u64,
 }
 
 /// The cache directory flag of `krender cache`.

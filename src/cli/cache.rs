@@ -1,14 +1,19 @@
-//! `krender cache stats|clear`: inspect or empty the function-result cache.
+//! `krender cache stats|clear|prune`: inspect, empty or trim the
+//! function-result cache and its render manifests.
 
 use std::io::Write;
 
 use super::args::{CacheCommand, CacheDirArgs};
-use crate::engine::cache::{clear, default_cache_dir, summarize};
+use std::time::Duration;
+
+use crate::engine::cache::{clear, default_cache_dir, prune, summarize};
+use crate::engine::manifest::store_dir;
 
 /// Runs a cache command and returns the exit code.
 pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let args: &CacheDirArgs = match command {
         CacheCommand::Stats(args) | CacheCommand::Clear(args) => args,
+        CacheCommand::Prune(prune) => &prune.dir,
     };
     let Some(dir) = args.cache_dir.clone().or_else(default_cache_dir) else {
         let _ = writeln!(
@@ -18,11 +23,24 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
         return 1;
     };
     let result = match command {
-        CacheCommand::Stats(_) => summarize(&dir).map(|summary| {
+        CacheCommand::Stats(_) => summarize(&dir).and_then(|summary| {
+            let manifests = summarize(&store_dir(&dir))?;
             let _ = writeln!(out, "cache: {}", dir.display());
             let _ = writeln!(out, "entries: {}", summary.entries);
             let _ = writeln!(out, "bytes: {}", summary.bytes);
+            let _ = writeln!(out, "manifests: {}", manifests.entries);
+            Ok(())
         }),
+        CacheCommand::Prune(prune_args) => {
+            let max_age = Duration::from_secs(prune_args.max_age_days.saturating_mul(86_400));
+            prune(&dir, max_age).map(|summary| {
+                let _ = writeln!(
+                    out,
+                    "removed {} entries, kept {}",
+                    summary.removed, summary.kept
+                );
+            })
+        }
         CacheCommand::Clear(_) => clear(&dir).map(|()| {
             let _ = writeln!(out, "cleared {}", dir.display());
         }),

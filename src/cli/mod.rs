@@ -7,6 +7,7 @@ mod cache;
 mod eval;
 mod render;
 mod rpkg;
+mod watch;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -25,6 +26,7 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    init_tracing();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let mut out = stdout.lock();
@@ -47,6 +49,7 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
             command: LayerCommand::Render { paths },
         } => crate::layering::render_command(&paths, &mut out, &mut err),
         Command::Cache { command } => cache::run(&command, &mut out, &mut err),
+        Command::Watch(args) => watch::run(&args, &mut out, &mut err),
         Command::Version => {
             let _ = writeln!(out, "{}", env!("CARGO_PKG_VERSION"));
             0
@@ -55,4 +58,17 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
     let _ = out.flush();
     let _ = err.flush();
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Sends `tracing` events to stderr when `RUST_LOG` asks for them (for
+/// example `RUST_LOG=krender=debug`); silent otherwise, so kpt's stderr
+/// stays byte-identical.
+fn init_tracing() {
+    let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG") else {
+        return;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

@@ -2,10 +2,17 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::args::RenderArgs;
-use crate::hydrate::{self, Output, RenderOptions, Report, Runtimes};
-use crate::pkg::kptfile::DEFAULT_IMAGE_PREFIX;
+use crate::engine::cache::{CachePolicy, CachingEvaluator};
+use crate::engine::db::RenderContext;
+use crate::engine::manifest::{self, Manifest, RenderKey, TreeSnapshot};
+use crate::engine::session::RenderSession;
+use crate::hydrate::{self, Output, RenderOptions, Report};
+use crate::pkg::kptfile::{DEFAULT_IMAGE_PREFIX, Kptfile, SAVE_ON_RENDER_FAILURE_ANNOTATION};
+use crate::runtime::Evaluator;
+use crate::runtime::chain::CONFIG_ENV;
 use crate::runtime::chain::{ChainOptions, image_evaluator};
 use crate::runtime::exec::ExecEvaluator;
 
@@ -34,7 +41,7 @@ pub(super) fn absolute(path: &Path) -> PathBuf {
 
 /// The package path kpt renders: absolute, with a symbolic link to the
 /// package resolved (kpt's `ResolveSymlink`).
-fn resolve_package_path(path: &Path) -> PathBuf {
+pub(super) fn resolve_package_path(path: &Path) -> PathBuf {
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
     if is_link && let Ok(resolved) = std::fs::canonicalize(path) {
         return resolved;
@@ -80,6 +87,22 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
             return 1;
         }
     };
+    let cache_dir = args.cache.options().resolved_dir();
+    // A warm, unchanged tree is answered from its manifest (engine::manifest).
+    let manifest = match (&cache_dir, &output, &results_dir) {
+        (Some(dir), Output::InPlace | Output::Stdout | Output::Unwrap, None) => {
+            ManifestCheck::new(dir, &root, args)
+        }
+        _ => None,
+    };
+    if let Some(check) = &manifest
+        && let Some(hit) = manifest::lookup(&check.dir, &check.key, &check.tree)
+    {
+        tracing::debug!(target: "krender::manifest", root = %root.display(), "manifest hit");
+        let _ = out.write_all(&hit.stdout);
+        let _ = err.write_all(&hit.stderr);
+        return 0;
+    }
     let kptfile = match hydrate::load_root(&root) {
         Ok(kptfile) => kptfile,
         Err(error) => {
@@ -87,6 +110,45 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
             return 1;
         }
     };
+    let (context, cached) = render_context(args, &root, &kptfile, &output, cache_dir);
+    let mut session = RenderSession::new(context, args.jobs);
+    session.refresh(&kptfile);
+    let mut out = Tee::new(out, manifest.is_some());
+    let mut err = Tee::new(err, manifest.is_some());
+    let outcome = session.render(kptfile, &mut err);
+    let ran_exec = outcome
+        .fn_results
+        .iter()
+        .any(|result| !result.exec.is_empty());
+    match hydrate::apply(outcome, &output, results_dir.as_deref(), &mut out, &mut err) {
+        Ok(()) => {
+            let pure = !ran_exec && cached.as_ref().is_some_and(|c| c.stats().uncacheable == 0);
+            if let Some(check) = manifest
+                && pure
+            {
+                check.record(out.copy, err.copy);
+            }
+            0
+        }
+        Err(error) => {
+            print_report(&error.report(), &mut err);
+            1
+        }
+    }
+}
+
+/// The image evaluator with the function cache in front, when on.
+pub(super) type CachedImages = Arc<CachingEvaluator<Box<dyn Evaluator>>>;
+
+/// The session context for rendering `root` with `args`, and the cache (if
+/// on) so callers can read its counters.
+pub(super) fn render_context(
+    args: &RenderArgs,
+    root: &Path,
+    kptfile: &Kptfile,
+    output: &Output,
+    cache_dir: Option<PathBuf>,
+) -> (RenderContext, Option<CachedImages>) {
     let options = RenderOptions {
         allow_exec: args.allow_exec,
         allow_wasm: args.allow_wasm,
@@ -95,26 +157,120 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
             .image_prefix
             .clone()
             .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned()),
-        in_place: output == Output::InPlace,
+        in_place: *output == Output::InPlace,
         ..RenderOptions::default()
     };
-    let image = crate::engine::cache::wrap_image_evaluator(
-        image_evaluator(&ChainOptions {
-            image_pull_policy: args.image_pull_policy.clone(),
-        }),
-        &args.cache.options(),
-    );
-    let exec = ExecEvaluator;
-    let runtimes = Runtimes {
-        image: image.as_ref(),
-        exec: &exec,
+    let chain_options = ChainOptions {
+        image_pull_policy: args.image_pull_policy.clone(),
     };
-    let outcome = hydrate::hydrate(&root, kptfile, &options, runtimes, err);
-    match hydrate::apply(outcome, &output, results_dir.as_deref(), out, err) {
-        Ok(()) => 0,
-        Err(error) => {
-            print_report(&error.report(), err);
-            1
+    let cached = cache_dir.map(|dir| {
+        Arc::new(CachingEvaluator::new(
+            image_evaluator(&chain_options),
+            dir,
+            CachePolicy::from_environment(),
+        ))
+    });
+    let image: Arc<dyn Evaluator> = match &cached {
+        Some(cached) => cached.clone(),
+        None => Arc::from(image_evaluator(&chain_options)),
+    };
+    let context = RenderContext {
+        root: root.to_path_buf(),
+        options,
+        save_on_failure: kptfile.annotation_is_true(SAVE_ON_RENDER_FAILURE_ANNOTATION),
+        image,
+        exec: Arc::new(ExecEvaluator),
+    };
+    (context, cached)
+}
+
+/// A stream that also keeps a copy of what went through it.
+struct Tee<'a> {
+    inner: &'a mut dyn Write,
+    copy: Vec<u8>,
+    keep: bool,
+}
+
+impl<'a> Tee<'a> {
+    fn new(inner: &'a mut dyn Write, keep: bool) -> Tee<'a> {
+        Tee {
+            inner,
+            copy: Vec::new(),
+            keep,
+        }
+    }
+}
+
+impl Write for Tee<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(buf)?;
+        if self.keep {
+            self.copy.extend_from_slice(&buf[..written]);
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The manifest lookup of one render: where, under which key, and the tree
+/// as it was before the render.
+struct ManifestCheck {
+    dir: PathBuf,
+    key: String,
+    tree: TreeSnapshot,
+    root: PathBuf,
+}
+
+impl ManifestCheck {
+    fn new(dir: &Path, root: &Path, args: &RenderArgs) -> Option<ManifestCheck> {
+        let tree = TreeSnapshot::scan(root).ok()?;
+        let config_path = std::env::var_os(CONFIG_ENV)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("render.toml"));
+        let key = RenderKey {
+            root,
+            output: args.output.as_deref().unwrap_or(""),
+            flags: vec![
+                ("allow-exec", args.allow_exec.to_string()),
+                ("allow-alpha-wasm", args.allow_wasm.to_string()),
+                ("allow-network", args.allow_network.to_string()),
+                ("truncate-output", args.truncate_output.to_string()),
+                (
+                    "image-prefix",
+                    args.image_prefix.clone().unwrap_or_default(),
+                ),
+                (
+                    "image-pull-policy",
+                    args.image_pull_policy.clone().unwrap_or_default(),
+                ),
+            ],
+            config: std::fs::read_to_string(config_path).ok(),
+        }
+        .digest();
+        Some(ManifestCheck {
+            dir: manifest::store_dir(dir),
+            key,
+            tree,
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// Records the render when it left the tree exactly as it found it.
+    fn record(self, stdout: Vec<u8>, stderr: Vec<u8>) {
+        match TreeSnapshot::scan(&self.root) {
+            Ok(after) if after == self.tree => manifest::store(
+                &self.dir,
+                &self.key,
+                &Manifest {
+                    tree: self.tree,
+                    stdout,
+                    stderr,
+                },
+            ),
+            _ => {}
         }
     }
 }

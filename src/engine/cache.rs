@@ -146,7 +146,7 @@ impl CacheKey<'_> {
 /// Identifies the running krender build cheaply: the package version plus
 /// the size and modification time of the executable. Hashing the executable
 /// itself would cost more than a warm render.
-fn build_identity() -> String {
+pub(crate) fn build_identity() -> String {
     let exe = std::env::current_exe().ok();
     let meta = exe.as_deref().and_then(|exe| std::fs::metadata(exe).ok());
     let (len, mtime) = meta.map_or((0, 0), |meta| {
@@ -422,6 +422,47 @@ pub fn clear(dir: &Path) -> Result<(), CacheError> {
         dir: dir.to_owned(),
         source,
     })
+}
+
+/// What `prune` removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PruneSummary {
+    /// Entries removed.
+    pub removed: u64,
+    /// Entries kept.
+    pub kept: u64,
+}
+
+/// Removes the entries of `dir` (and of its manifest store) written more
+/// than `max_age` ago, with their content. Content shared with a kept entry
+/// may go too; such an entry then fails its integrity check on the next
+/// read and is recomputed, never served wrong.
+pub fn prune(dir: &Path, max_age: std::time::Duration) -> Result<PruneSummary, CacheError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis());
+    let cutoff = now.saturating_sub(max_age.as_millis());
+    let mut summary = PruneSummary::default();
+    for store in [dir.to_path_buf(), super::manifest::store_dir(dir)] {
+        if !store.join("index-v5").exists() {
+            continue;
+        }
+        let wrap = |source| CacheError::Cacache {
+            dir: store.clone(),
+            source,
+        };
+        for entry in cacache::index::ls(&store) {
+            let entry = entry.map_err(wrap)?;
+            if entry.time < cutoff {
+                let _ = cacache::remove_hash_sync(&store, &entry.integrity);
+                cacache::remove_sync(&store, &entry.key).map_err(wrap)?;
+                summary.removed += 1;
+            } else {
+                summary.kept += 1;
+            }
+        }
+    }
+    Ok(summary)
 }
 
 #[cfg(test)]

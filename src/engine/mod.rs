@@ -1,4 +1,7 @@
 //! The incremental engine: salsa queries over file inputs, blake3 keys, the
 //! persistent function-result cache and level-by-level parallel scheduling.
 pub mod cache;
+pub mod db;
 pub mod levels;
+pub mod manifest;
+pub mod session;

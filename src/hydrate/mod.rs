@@ -15,7 +15,7 @@ pub mod printer;
 pub mod results;
 pub mod select;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -146,6 +146,102 @@ struct Hydrator<'a, 'w> {
     fn_results: Vec<FnResult>,
     executed: usize,
     n_packages: usize,
+    /// DFS pipeline runs computed ahead of the walk (by the engine), keyed by
+    /// package path; the walk adopts them instead of running the pipeline.
+    precomputed: BTreeMap<PathBuf, PackageRun>,
+}
+
+/// One package's DFS pipeline run as plain data: what the sequential walk
+/// would have produced at that package, given the same input. The engine
+/// computes these in parallel and memoizes them; [`hydrate_with`] adopts
+/// them in kpt's order, so logs and status read as a sequential render.
+#[derive(Clone, Debug)]
+pub struct PackageRun {
+    /// The pipeline's output, or the failure with the partial resources kpt
+    /// keeps (already `None` unless save-on-render-failure is set).
+    pub output: Result<Vec<Node>, Failure>,
+    /// Everything the run printed.
+    pub log: Vec<u8>,
+    /// Mutation steps, in execution order.
+    pub mutation_steps: Vec<StepRecord>,
+    /// Validation steps.
+    pub validation_steps: Vec<StepRecord>,
+    /// Every function call.
+    pub fn_results: Vec<FnResult>,
+    /// Functions that ran successfully.
+    pub executed: usize,
+    /// The package's own input files, relative to the root (for pruning).
+    pub input_files: Vec<String>,
+}
+
+/// Runs one package's pipeline over `input` (its own resources followed by
+/// its subpackages' rendered resources), as the DFS walk would at `pkg`.
+/// `local_files` are the package's own input files (see [`PackageRun`]).
+pub fn run_package(
+    root: &Path,
+    pkg: &Path,
+    kptfile: &Kptfile,
+    save_on_failure: bool,
+    input: Vec<Node>,
+    local_files: Vec<String>,
+    options: &RenderOptions,
+    runtimes: Runtimes<'_>,
+) -> PackageRun {
+    let mut log = Vec::new();
+    let mut hydrator = Hydrator {
+        root: root.to_path_buf(),
+        options,
+        runtimes,
+        printer: Printer::new(&mut log, options.truncate_output),
+        save_on_failure,
+        input_files: BTreeSet::new(),
+        mutation_steps: Vec::new(),
+        validation_steps: Vec::new(),
+        fn_results: Vec::new(),
+        executed: 0,
+        n_packages: 0,
+        precomputed: BTreeMap::new(),
+    };
+    let node = PkgNode {
+        path: pkg.to_path_buf(),
+        kptfile: kptfile.clone(),
+    };
+    let output = hydrator
+        .run_pipeline(&node, input, pkg)
+        .map_err(|(output, error)| (output.filter(|_| save_on_failure), error));
+    let Hydrator {
+        mutation_steps,
+        validation_steps,
+        fn_results,
+        executed,
+        ..
+    } = hydrator;
+    PackageRun {
+        output,
+        log,
+        mutation_steps,
+        validation_steps,
+        fn_results,
+        executed,
+        input_files: local_files,
+    }
+}
+
+/// The root-relative input file names of a package's own resources (what
+/// the walk records for pruning).
+pub fn input_file_names(root: &Path, pkg: &Path, resources: &[Node]) -> Vec<String> {
+    let rel = tree::relative_to_root(root, pkg);
+    resources
+        .iter()
+        .map(|node| {
+            let path = resource::annotation(node, resource::PATH).unwrap_or("");
+            if rel.is_empty() {
+                clean_path(path)
+            } else {
+                clean_path(&format!("{rel}/{path}"))
+            }
+        })
+        .collect()
 }
 
 /// Renders the package tree rooted at `root` (absolute, with a valid
@@ -156,6 +252,20 @@ pub fn hydrate(
     options: &RenderOptions,
     runtimes: Runtimes<'_>,
     log: &mut dyn Write,
+) -> RenderOutcome {
+    hydrate_with(root, root_kptfile, options, runtimes, log, BTreeMap::new())
+}
+
+/// [`hydrate`], adopting `precomputed` DFS pipeline runs (keyed by package
+/// path) where the walk reaches them; packages without one run in the walk.
+/// BFS renders ignore them.
+pub fn hydrate_with(
+    root: &Path,
+    root_kptfile: Kptfile,
+    options: &RenderOptions,
+    runtimes: Runtimes<'_>,
+    log: &mut dyn Write,
+    precomputed: BTreeMap<PathBuf, PackageRun>,
 ) -> RenderOutcome {
     let save_on_failure =
         root_kptfile.annotation_is_true(kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION);
@@ -172,6 +282,7 @@ pub fn hydrate(
         fn_results: Vec::new(),
         executed: 0,
         n_packages: 0,
+        precomputed: if bfs { BTreeMap::new() } else { precomputed },
     };
     let node = PkgNode {
         path: root.to_path_buf(),
@@ -203,7 +314,7 @@ pub fn hydrate(
 }
 
 /// A failure with the partial resources kpt keeps for save-on-failure.
-type Failure = (Option<Vec<Node>>, HydrateError);
+pub type Failure = (Option<Vec<Node>>, HydrateError);
 
 /// Why a step failed, as the runner sees it.
 struct StepFailure {
@@ -217,24 +328,17 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         tree::display_path(&self.root, pkg)
     }
 
-    fn rel_to_root(&self, pkg: &Path) -> String {
-        tree::relative_to_root(&self.root, pkg)
-    }
-
     fn load_local(&mut self, pkg: &Path) -> Result<Vec<Node>, HydrateError> {
+        // A precomputed package's resources are already in its run's output.
+        if let Some(run) = self.precomputed.get(pkg) {
+            self.input_files.extend(run.input_files.iter().cloned());
+            return Ok(Vec::new());
+        }
         let resources = bridge::read_local_resources(pkg).map_err(|failure| {
             HydrateError::plain(pkg, &failure.0, Report::Error(failure.0.clone()))
         })?;
-        let rel = self.rel_to_root(pkg);
-        for node in &resources {
-            let path = resource::annotation(node, resource::PATH).unwrap_or("");
-            let joined = if rel.is_empty() {
-                clean_path(path)
-            } else {
-                clean_path(&format!("{rel}/{path}"))
-            };
-            self.input_files.insert(joined);
-        }
+        self.input_files
+            .extend(input_file_names(&self.root, pkg, &resources));
         Ok(resources)
     }
 
@@ -279,10 +383,23 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                 }
             }
         }
+        if let Some(run) = self.precomputed.remove(pkg) {
+            return self.adopt(run);
+        }
         match self.run_pipeline(node, input, pkg) {
             Ok(output) => Ok(output),
             Err((output, error)) => Err((output.filter(|_| self.save_on_failure), error)),
         }
+    }
+
+    /// Takes a precomputed run's log and records as if it ran here.
+    fn adopt(&mut self, run: PackageRun) -> Result<Vec<Node>, Failure> {
+        self.printer.raw(&run.log);
+        self.mutation_steps.extend(run.mutation_steps);
+        self.validation_steps.extend(run.validation_steps);
+        self.fn_results.extend(run.fn_results);
+        self.executed += run.executed;
+        run.output
     }
 
     fn hydrate_bfs(&mut self, root: PkgNode) -> Result<Vec<Node>, Failure> {
@@ -458,11 +575,18 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             if selective {
                 select::set_resource_ids(&mut input);
             }
-            let positions = select::select(&input, &function.selectors, &function.exclude);
-            let selected: Vec<Node> = positions
-                .iter()
-                .filter_map(|&i| input.get(i).cloned())
-                .collect();
+            // Without selectors every resource goes to the step; the list is
+            // handed over rather than copied unless save-on-failure may need
+            // it back.
+            let selected: Vec<Node> = if !selective && !self.save_on_failure {
+                std::mem::take(&mut input)
+            } else {
+                let positions = select::select(&input, &function.selectors, &function.exclude);
+                positions
+                    .iter()
+                    .filter_map(|&i| input.get(i).cloned())
+                    .collect()
+            };
             let selected_ids: Vec<String> = selected
                 .iter()
                 .map(|r| {

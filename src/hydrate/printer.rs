@@ -28,6 +28,12 @@ impl<'a> Printer<'a> {
         let _ = self.out.flush();
     }
 
+    /// Writes bytes captured from another printer.
+    pub fn raw(&mut self, bytes: &[u8]) {
+        let _ = self.out.write_all(bytes);
+        let _ = self.out.flush();
+    }
+
     /// `Package "x":`
     pub fn package(&mut self, display: &str) {
         self.text(&format!("Package {display:?}:\n"));

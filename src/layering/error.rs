@@ -55,7 +55,7 @@ impl fmt::Display for DocumentList {
 }
 
 /// Everything that can make `krender layer render` fail.
-#[derive(Clone, Debug, PartialEq, thiserror::Error, miette::Diagnostic)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error, miette::Diagnostic, salsa::SalsaValue)]
 pub enum LayeringError {
     /// An input file could not be read.
     #[error("cannot read {path}: {message}")]

@@ -164,7 +164,7 @@ impl JsonPath {
         self.segments
             .iter()
             .try_fold(data, |value, segment| match (segment, value) {
-                (Segment::Field(name), Value::Map(map)) => map.get(&Key::str(name.as_str())),
+                (Segment::Field(name), Value::Map(map)) => map.get(&super::value::StrKey(name)),
                 (Segment::Index(index), Value::Seq(items)) => items.get(*index),
                 _ => None,
             })
@@ -204,7 +204,7 @@ impl JsonPath {
                 }
                 (Segment::Index(index), Value::Seq(items)) => {
                     while items.len() <= *index {
-                        items.push(Value::Map(Map::new()));
+                        items.push(Value::Map(Map::default()));
                     }
                     &mut items[*index]
                 }

@@ -32,20 +32,21 @@ pub struct RenderedDocument {
 
 /// A checked document set, ready to render: documents, relations and the
 /// dependency levels.
-struct Plan {
-    documents: Vec<Document>,
-    family: Family,
+pub(crate) struct Plan {
+    pub(crate) documents: Vec<Document>,
+    pub(crate) family: Family,
     /// Concrete substitution source per `(schema, name)`.
-    sources: BTreeMap<(String, String), usize>,
-    levels: graph::Levels,
+    pub(crate) sources: BTreeMap<(String, String), usize>,
+    pub(crate) levels: graph::Levels,
 }
 
 /// Renders `inputs` as Deckhand does. Fails on the first problem found (in
 /// Deckhand's check order); on success returns the output documents in the
 /// documented order.
 pub fn render(inputs: &[InputDocument]) -> Result<Vec<RenderedDocument>, LayeringError> {
-    let plan = plan(inputs)?;
-    let rendered = render_levels(&plan)?;
+    let inputs: Vec<&InputDocument> = inputs.iter().collect();
+    let plan = plan(&inputs)?;
+    let mut rendered = render_levels(&plan)?;
     let mut output = Vec::new();
     for level in &plan.levels {
         for &index in level {
@@ -56,10 +57,11 @@ pub fn render(inputs: &[InputDocument]) -> Result<Vec<RenderedDocument>, Layerin
             {
                 continue;
             }
-            if let Some(data) = &rendered[index] {
+            // Each rendered value is output once: move it out.
+            if let Some(data) = rendered[index].take() {
                 output.push(RenderedDocument {
                     input: document.input,
-                    data: data.clone(),
+                    data,
                 });
             }
         }
@@ -67,7 +69,7 @@ pub fn render(inputs: &[InputDocument]) -> Result<Vec<RenderedDocument>, Layerin
     Ok(output)
 }
 
-fn plan(inputs: &[InputDocument]) -> Result<Plan, LayeringError> {
+pub(crate) fn plan(inputs: &[&InputDocument]) -> Result<Plan, LayeringError> {
     let mut documents = Vec::with_capacity(inputs.len());
     // Deckhand keeps the first of several documents with the same
     // (schema, layer, name) and silently drops the others.

@@ -11,19 +11,61 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
-use indexmap::IndexMap;
+use indexmap::{Equivalent, IndexMap};
 
 use crate::yaml::node::tag;
 use crate::yaml::resolve::resolve_plain;
 use crate::yaml::{Node, NodeKind, Style};
 
-/// A mapping: keys in insertion order, as Python dicts keep them.
-pub type Map = IndexMap<Key, Value>;
+/// A mapping: keys in insertion order, as Python dicts keep them. Hashed
+/// with [`KeyHasher`]: keys are short and not attacker-chosen in a way that
+/// matters for a one-shot render, and SipHash showed up in profiles.
+pub type Map = IndexMap<Key, Value, BuildHasherDefault<KeyHasher>>;
+
+/// FNV-1a over the key text: cheap for the short keys documents have.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyHasher(u64);
+
+impl Default for KeyHasher {
+    fn default() -> KeyHasher {
+        KeyHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// A borrowed string key for lookups without allocating a [`Key`]; hashes
+/// exactly as the equal [`Key::Str`] does.
+#[derive(Debug)]
+pub(crate) struct StrKey<'a>(pub(crate) &'a str);
+
+impl Hash for StrKey<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+impl Equivalent<Key> for StrKey<'_> {
+    fn equivalent(&self, key: &Key) -> bool {
+        matches!(key, Key::Str(text) if text == self.0)
+    }
+}
 
 /// A mapping key. Almost every key is a string; other scalar keys keep their
 /// tag and text so they are written back as they were read.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Key {
     /// A string key.
     Str(String),
@@ -34,6 +76,14 @@ pub enum Key {
         /// The key's text.
         text: String,
     },
+}
+
+/// Hashes the text only (a `Str` and a `Scalar` with the same text collide
+/// harmlessly), so that [`StrKey`] lookups agree with it.
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.text().hash(state);
+    }
 }
 
 impl Key {
@@ -81,7 +131,7 @@ pub enum Value {
 impl Value {
     /// An empty mapping.
     pub fn empty_map() -> Value {
-        Value::Map(Map::new())
+        Value::Map(Map::default())
     }
 
     /// The mapping, if this is one.
@@ -107,7 +157,7 @@ impl Value {
 
     /// The value under string key `key`, if this is a mapping holding it.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.as_map()?.get(&Key::str(key))
+        self.as_map()?.get(&StrKey(key))
     }
 
     /// Follows string keys.
@@ -274,7 +324,7 @@ impl Value {
                 None => Value::Null,
             },
             NodeKind::Alias => anchors.get(&node.value).cloned().unwrap_or(Value::Null),
-            NodeKind::Scalar => Value::from_scalar(&scalar_tag(node), &node.value),
+            NodeKind::Scalar => Value::from_scalar(scalar_tag(node), &node.value),
             NodeKind::Sequence => Value::Seq(
                 node.content
                     .iter()
@@ -282,7 +332,8 @@ impl Value {
                     .collect(),
             ),
             NodeKind::Mapping => {
-                let mut map = Map::with_capacity(node.content.len() / 2);
+                let mut map =
+                    Map::with_capacity_and_hasher(node.content.len() / 2, Default::default());
                 for pair in node.content.chunks_exact(2) {
                     let (key_node, value_node) = (&pair[0], &pair[1]);
                     let value = Value::from_node_with(value_node, anchors);
@@ -293,7 +344,7 @@ impl Value {
                                 Key::Str(key_node.value.clone())
                             } else {
                                 Key::Scalar {
-                                    tag: key_tag,
+                                    tag: key_tag.to_owned(),
                                     text: key_node.value.clone(),
                                 }
                             }
@@ -418,18 +469,18 @@ impl Number {
 
 /// The effective tag of a scalar node: its own, or the implicit one for a
 /// plain scalar built without a tag.
-fn scalar_tag(node: &Node) -> String {
+fn scalar_tag(node: &Node) -> &str {
     if !node.tag.is_empty() {
-        return node.tag.clone();
+        return &node.tag;
     }
     let quoted = node.style.contains(Style::DOUBLE_QUOTED)
         || node.style.contains(Style::SINGLE_QUOTED)
         || node.style.contains(Style::LITERAL)
         || node.style.contains(Style::FOLDED);
     if quoted {
-        tag::STR.to_owned()
+        tag::STR
     } else {
-        resolve_plain(&node.value).to_owned()
+        resolve_plain(&node.value)
     }
 }
 
@@ -593,7 +644,7 @@ mod tests {
 
     #[test]
     fn python_str_of_values() {
-        let mut map = Map::new();
+        let mut map = Map::default();
         map.insert(Key::str("z"), Value::Bool(true));
         map.insert(
             Key::str("it's"),

@@ -193,12 +193,4 @@ impl LifecycleError {
             message: error.to_string(),
         }
     }
-
-    /// A [`LifecycleError::Git`] with what krender was doing.
-    pub(crate) fn git(context: impl Into<String>, error: &git2::Error) -> Self {
-        LifecycleError::Git {
-            context: context.into(),
-            message: error.message().to_owned(),
-        }
-    }
 }

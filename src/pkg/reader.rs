@@ -113,6 +113,36 @@ pub fn is_package_file(name: &str) -> bool {
 /// Reads every resource of the package rooted at `dir`. Subdirectories that
 /// contain a `Kptfile` are subpackages and are skipped.
 pub fn read_package(dir: &Path, options: &ReadOptions) -> Result<PackageRead, ReadError> {
+    let mut files = Vec::new();
+    for (relative, absolute) in list_package_files(dir)? {
+        let bytes = std::fs::read(&absolute).map_err(|error| ReadError::Io {
+            path: absolute.clone(),
+            message: error.to_string(),
+        })?;
+        files.push(PackageFile {
+            relative,
+            absolute,
+            bytes: bytes.into(),
+        });
+    }
+    parse_package_files(&files, options)
+}
+
+/// One file of a package, read into memory (the engine's input unit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackageFile {
+    /// The `/`-separated path relative to the package.
+    pub relative: String,
+    /// The absolute path (named in errors).
+    pub absolute: PathBuf,
+    /// The file's bytes.
+    pub bytes: std::sync::Arc<[u8]>,
+}
+
+/// The files [`read_package`] reads for the package at `dir`, as (relative
+/// `/` path, absolute path), in kyaml's walk order: `.krmignore` applied,
+/// subpackages skipped.
+pub fn list_package_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, ReadError> {
     // kyaml names files by their cleaned absolute path in errors (without
     // resolving symlinks), whatever form the caller gave.
     let absolute = std::path::absolute(dir).map_err(|error| ReadError::Io {
@@ -123,18 +153,22 @@ pub fn read_package(dir: &Path, options: &ReadOptions) -> Result<PackageRead, Re
     let ignore = KrmIgnore::load(dir)?;
     let mut files = Vec::new();
     list_files(dir, dir, &ignore, &mut files)?;
+    Ok(files)
+}
+
+/// Parses the files listed by [`list_package_files`], in order.
+pub fn parse_package_files(
+    files: &[PackageFile],
+    options: &ReadOptions,
+) -> Result<PackageRead, ReadError> {
     let mut read = PackageRead::default();
-    for (relative, absolute) in files {
-        let bytes = std::fs::read(&absolute).map_err(|error| ReadError::Io {
-            path: absolute.clone(),
-            message: error.to_string(),
+    for file in files {
+        let text = decode_text(&file.bytes).ok_or_else(|| ReadError::InvalidUtf8 {
+            path: file.absolute.clone(),
         })?;
-        let text = decode_text(&bytes).ok_or_else(|| ReadError::InvalidUtf8 {
-            path: absolute.clone(),
-        })?;
-        let resources = parse_file(&relative, &absolute, &text, options)?;
+        let resources = parse_file(&file.relative, &file.absolute, &text, options)?;
         if !resources.is_empty() {
-            read.files.push(relative);
+            read.files.push(file.relative.clone());
             read.resources.extend(resources);
         }
     }

@@ -49,9 +49,14 @@ fn is_null_document(doc: &Node) -> bool {
             .is_some_and(|root| root.tag == tag::NULL)
 }
 
-/// A collection under construction, with its pending mapping key.
+/// A collection under construction, with its pending mapping key. Its
+/// children so far are `Composer::children[start..]`: one shared stack
+/// instead of a growing `Vec` per collection, so that each collection's
+/// content is allocated once at its exact size when it ends (growing
+/// vectors of large nodes by reallocation dominated parse time).
 struct Frame {
     node: Node,
+    start: usize,
     key: Option<Node>,
 }
 
@@ -62,6 +67,8 @@ struct Composer<'a> {
     event: Option<Event>,
     anchors: HashSet<String>,
     started: bool,
+    /// Finished children of the open collections (see [`Frame`]).
+    children: Vec<Node>,
 }
 
 impl<'a> Composer<'a> {
@@ -72,6 +79,7 @@ impl<'a> Composer<'a> {
             event: None,
             anchors: HashSet::new(),
             started: false,
+            children: Vec::new(),
         })
     }
 
@@ -129,7 +137,9 @@ impl<'a> Composer<'a> {
                     None => return Err(unexpected_end()),
                     Some(kind) if kind == end_kind => {
                         if let Some(frame) = stack.pop() {
-                            finished = Some(self.finish_collection(frame.node)?);
+                            let mut node = frame.node;
+                            node.content = self.children.drain(frame.start..).collect();
+                            finished = Some(self.finish_collection(node)?);
                         }
                     }
                     Some(_) => {}
@@ -142,7 +152,12 @@ impl<'a> Composer<'a> {
                     Some(EventKind::Alias) => self.alias()?,
                     Some(EventKind::MappingStart) | Some(EventKind::SequenceStart) => {
                         let node = self.start_collection()?;
-                        stack.push(Frame { node, key: None });
+                        let start = self.children.len();
+                        stack.push(Frame {
+                            node,
+                            start,
+                            key: None,
+                        });
                         continue;
                     }
                     _ => {
@@ -227,7 +242,7 @@ impl<'a> Composer<'a> {
     /// go-yaml's foot-comment moves for block mappings.
     fn attach(&mut self, frame: &mut Frame, mut child: Node) -> Result<(), RawError> {
         if frame.node.kind == NodeKind::Sequence {
-            frame.node.content.push(child);
+            self.children.push(child);
             return Ok(());
         }
         let block = !frame.node.style.contains(Style::FLOW);
@@ -236,10 +251,9 @@ impl<'a> Composer<'a> {
                 if block && !child.foot_comment.is_empty() {
                     // A foot comment arriving with a key belongs to the
                     // prior value's key (it was dedented below it).
-                    let n = frame.node.content.len();
-                    if n >= 2 {
-                        frame.node.content[n - 2].foot_comment =
-                            std::mem::take(&mut child.foot_comment);
+                    let n = self.children.len();
+                    if n >= frame.start + 2 {
+                        self.children[n - 2].foot_comment = std::mem::take(&mut child.foot_comment);
                     }
                 }
                 frame.key = Some(child);
@@ -254,8 +268,8 @@ impl<'a> Composer<'a> {
                         key.foot_comment = tail.foot_comment;
                     }
                 }
-                frame.node.content.push(key);
-                frame.node.content.push(child);
+                self.children.push(key);
+                self.children.push(child);
             }
         }
         Ok(())

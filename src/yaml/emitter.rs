@@ -78,7 +78,7 @@ impl<'a> Event<'a> {
 
 /// Emitter state that survives from one document to the next (one go-yaml
 /// `Encoder` writing several documents).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct StreamState {
     /// True once a document has been started: later ones get `---`.
     pub(crate) started: bool,
@@ -86,6 +86,18 @@ pub(crate) struct StreamState {
     whitespace: bool,
     indention: bool,
     open_ended: bool,
+}
+
+impl StreamState {
+    /// The state after an earlier document that ended on a fresh line with
+    /// nothing left open: what almost every document leaves behind, so a
+    /// document encoded from it can be reused after any such document.
+    pub(crate) fn after_plain_document() -> StreamState {
+        StreamState {
+            started: true,
+            ..StreamState::default()
+        }
+    }
 }
 
 impl Default for StreamState {

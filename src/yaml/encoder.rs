@@ -63,6 +63,23 @@ impl<'a> Encoder<'a> {
         }
     }
 
+    /// An encoder appending documents that follow an earlier one in the same
+    /// stream, assuming that one ended plainly (see
+    /// [`Encoder::ended_plainly`]): the first document written gets its `---`
+    /// line. Lets a caller encode documents separately (and cache them) and
+    /// still produce exactly the bytes of one encoder writing them all.
+    pub fn continuing(out: &'a mut String) -> Encoder<'a> {
+        let mut encoder = Encoder::new(out);
+        encoder.stream = StreamState::after_plain_document();
+        encoder
+    }
+
+    /// True when the documents written so far ended plainly: the next
+    /// document is then written exactly as by [`Encoder::continuing`].
+    pub fn ended_plainly(&self) -> bool {
+        self.stream == StreamState::after_plain_document()
+    }
+
     /// Sets the sequence style for the following documents.
     pub fn set_seq_indent(&mut self, seq_indent: SeqIndent) {
         self.seq_indent = seq_indent;
@@ -255,6 +272,41 @@ mod tests {
 
     fn plain(value: &str) -> Node {
         Node::new_scalar(crate::yaml::resolve::resolve_plain(value), value)
+    }
+
+    /// Documents encoded one by one with `continuing` join into exactly what
+    /// one encoder writes, whenever the earlier document ended plainly.
+    #[test]
+    fn continuing_encoders_join_like_one_stream() {
+        let text = "# head\na: 1 # line\nb: |\n  text\n---\n- x\n- y: [1, 2]\n---\nc: 'q'\n# foot\n---\nplain\n---\nk: |+\n  keep\n\n---\nlast: 1\n";
+        let documents = crate::yaml::parse_documents(text).expect("parses");
+        let mut whole = String::new();
+        let mut encoder = super::Encoder::new(&mut whole);
+        for document in &documents {
+            encoder.encode(document);
+        }
+        let mut joined = String::new();
+        let mut plain_end = true;
+        for (i, document) in documents.iter().enumerate() {
+            let mut piece = String::new();
+            let mut encoder = if i == 0 {
+                super::Encoder::new(&mut piece)
+            } else {
+                super::Encoder::continuing(&mut piece)
+            };
+            encoder.encode(document);
+            let ended_plainly = encoder.ended_plainly();
+            if !plain_end {
+                break;
+            }
+            joined.push_str(&piece);
+            plain_end = ended_plainly;
+        }
+        assert!(whole.starts_with(&joined), "{whole:?} vs {joined:?}");
+        // Every document up to the root plain scalar (which leaves the
+        // stream open-ended) ends plainly.
+        assert!(joined.ends_with("---\nplain\n"), "{joined:?}");
+        assert!(joined.contains("last: 1") || !plain_end);
     }
 
     #[test]

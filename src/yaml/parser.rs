@@ -9,6 +9,8 @@
 //! blank line, document-end comments turned into foot comments, and the
 //! "stem" comment moved onto a collection nested in a sequence entry.
 
+use std::borrow::Cow;
+
 use super::error::RawError;
 use super::scanner::{Mark, ScalarStyle, Scanner, TokenKind};
 
@@ -106,7 +108,9 @@ pub(crate) struct Parser<'a> {
     state: State,
     states: Vec<State>,
     marks: Vec<Mark>,
-    tag_directives: Vec<(String, String)>,
+    /// Handle and prefix per %TAG directive; the two defaults are borrowed
+    /// so that the usual directive-less document allocates nothing here.
+    tag_directives: Vec<(Cow<'static, str>, Cow<'static, str>)>,
     head_comment: String,
     line_comment: String,
     foot_comment: String,
@@ -867,7 +871,8 @@ impl<'a> Parser<'a> {
                         token.start,
                     ));
                 }
-                self.tag_directives.push((handle, prefix));
+                self.tag_directives
+                    .push((Cow::Owned(handle), Cow::Owned(prefix)));
             }
             self.skip_token();
             token = self.peek()?;
@@ -875,7 +880,7 @@ impl<'a> Parser<'a> {
         for (handle, prefix) in [("!", "!"), ("!!", "tag:yaml.org,2002:")] {
             if !self.tag_directives.iter().any(|(h, _)| h == handle) {
                 self.tag_directives
-                    .push((handle.to_owned(), prefix.to_owned()));
+                    .push((Cow::Borrowed(handle), Cow::Borrowed(prefix)));
             }
         }
         Ok(())

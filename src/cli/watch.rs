@@ -1,0 +1,161 @@
+//! `krender watch [PKG]`: render, then re-render whenever files under the
+//! package change, keeping one salsa session so that only the changed
+//! packages and their ancestors re-run. One line per rebuild on stderr:
+//! packages re-run, cache hits, time.
+//!
+//! Events are debounced; what changed is decided by content (the session's
+//! refresh compares bytes), not by the events, so our own writes come back
+//! as at most one more rebuild that finds the tree at its fixed point.
+//! Ctrl-C is handled between rebuilds: the render in flight finishes (and
+//! writes whole or not at all), then the loop exits 0.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use notify::{EventKind, RecursiveMode, Watcher};
+
+use super::args::WatchArgs;
+use super::render::{
+    CachedImages, output_mode, print_report, render_context, resolve_package_path,
+};
+use crate::engine::session::RenderSession;
+use crate::hydrate::{self, Output, Report};
+
+/// Runs `watch` until Ctrl-C; returns the exit code.
+pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let render_args = &args.render;
+    let root = resolve_package_path(render_args.pkg_path.as_deref().unwrap_or(Path::new(".")));
+    let output = output_mode(render_args.output.as_deref());
+    if let Output::Dir(_) = output {
+        print_report(
+            &Report::Error("watch writes in place or to stdout; -o DIR is not supported".into()),
+            err,
+        );
+        return 1;
+    }
+    let kptfile = match hydrate::load_root(&root) {
+        Ok(kptfile) => kptfile,
+        Err(error) => {
+            print_report(&Report::kptfile(&error), err);
+            return 1;
+        }
+    };
+    let cache_dir = render_args.cache.options().resolved_dir();
+    let (context, cached) = render_context(render_args, &root, &kptfile, &output, cache_dir);
+    let mut session = RenderSession::new(context, render_args.jobs);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let handler_stop = stop.clone();
+    // Without a handler Ctrl-C would kill us mid-write; a second handler
+    // (tests calling run twice) is not an error worth stopping for.
+    let _ = ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst));
+    let (sender, events) = mpsc::channel();
+    let mut watcher = match notify::recommended_watcher(move |event| {
+        let _ = sender.send(event);
+    }) {
+        Ok(watcher) => watcher,
+        Err(error) => {
+            print_report(&Report::Error(format!("cannot watch: {error}")), err);
+            return 1;
+        }
+    };
+    if let Err(error) = watcher.watch(&root, RecursiveMode::Recursive) {
+        print_report(
+            &Report::Error(format!("cannot watch {}: {error}", root.display())),
+            err,
+        );
+        return 1;
+    }
+
+    let mut rebuild = Rebuild {
+        session: &mut session,
+        root: &root,
+        output: &output,
+        cached: cached.as_ref(),
+    };
+    rebuild.run(true, out, err);
+    let debounce = Duration::from_millis(args.debounce_ms);
+    let mut pending: Option<Instant> = None;
+    while !stop.load(Ordering::SeqCst) {
+        match events.recv_timeout(Duration::from_millis(50)) {
+            Ok(Ok(event)) if relevant(&event) => pending = Some(Instant::now()),
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if let Some(since) = pending
+            && since.elapsed() >= debounce
+        {
+            pending = None;
+            rebuild.run(false, out, err);
+        }
+    }
+    let _ = writeln!(err, "[watch] stopped");
+    0
+}
+
+/// Whether an event may change what a render reads: content changes, not
+/// reads, and not krender's own staging files or version control.
+fn relevant(event: &notify::Event) -> bool {
+    if matches!(event.kind, EventKind::Access(_)) {
+        return false;
+    }
+    event.paths.iter().any(|path| {
+        !path.components().any(|component| {
+            let name = component.as_os_str().to_string_lossy();
+            name == ".git" || name.starts_with(".krender-")
+        })
+    })
+}
+
+/// One rebuild's inputs.
+struct Rebuild<'a> {
+    session: &'a mut RenderSession,
+    root: &'a Path,
+    output: &'a Output,
+    cached: Option<&'a CachedImages>,
+}
+
+impl Rebuild<'_> {
+    /// Refreshes the session and, when something changed (or on the first
+    /// run), renders and applies, then prints the summary line.
+    fn run(&mut self, first: bool, out: &mut dyn Write, err: &mut dyn Write) {
+        let started = Instant::now();
+        let kptfile = match hydrate::load_root(self.root) {
+            Ok(kptfile) => kptfile,
+            Err(error) => {
+                print_report(&Report::kptfile(&error), err);
+                let _ = writeln!(err, "[watch] waiting for a valid Kptfile");
+                return;
+            }
+        };
+        let stats = self.session.refresh(&kptfile);
+        if !first && stats.changed == 0 && stats.packages > 0 {
+            return;
+        }
+        let runs_before = self.session.pipelines_run();
+        let hits_before = self.cached.map_or(0, |cached| cached.stats().hits);
+        let outcome = self.session.render(kptfile, err);
+        let packages = outcome.n_packages;
+        let result = hydrate::apply(outcome, self.output, None, out, err);
+        let status = match &result {
+            Ok(()) => "",
+            Err(error) => {
+                print_report(&error.report(), err);
+                ", failed"
+            }
+        };
+        let _ = out.flush();
+        let _ = writeln!(
+            err,
+            "[watch] rebuilt in {} ms: {} of {} package(s) re-run, {} cache hit(s){status}",
+            started.elapsed().as_millis(),
+            self.session.pipelines_run() - runs_before,
+            packages,
+            self.cached.map_or(0, |cached| cached.stats().hits) - hits_before,
+        );
+    }
+}

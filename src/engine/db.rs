@@ -1,0 +1,152 @@
+//! The salsa database of a render session: package inputs (a package's
+//! Kptfile, its own files' bytes and its subpackages) and the tracked
+//! queries over them: a package's parsed resources and its DFS pipeline run.
+//!
+//! Queries read the world only through inputs; the session
+//! ([`super::session`]) reads the disk and sets them. A package's run depends
+//! on its own resources and its subpackages' runs, so after an edit salsa
+//! re-runs exactly the edited package and its ancestors (DFS semantics).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::hydrate::{self, PackageRun, RenderOptions, Runtimes};
+use crate::pkg::kptfile::Kptfile;
+use crate::pkg::reader::{PackageFile, ReadOptions, parse_package_files};
+use crate::runtime::Evaluator;
+use crate::yaml::node::Node;
+
+/// What every query of a session shares: the root, the options and the
+/// evaluators. Fixed for the life of a session.
+pub struct RenderContext {
+    /// The absolute root package path.
+    pub root: PathBuf,
+    /// The render options.
+    pub options: RenderOptions,
+    /// `kpt.dev/save-on-render-failure` on the root Kptfile.
+    pub save_on_failure: bool,
+    /// The evaluator for `image:` steps.
+    pub image: Arc<dyn Evaluator>,
+    /// The evaluator for `exec:` steps.
+    pub exec: Arc<dyn Evaluator>,
+}
+
+/// The database trait the queries take.
+#[salsa::db]
+pub trait Db: salsa::Database {
+    /// The session's fixed context.
+    fn context(&self) -> &RenderContext;
+}
+
+/// The concrete database. Cloning gives another handle on the same storage
+/// (one per rayon job).
+#[salsa::db]
+#[derive(Clone)]
+pub struct RenderDb {
+    context: Arc<RenderContext>,
+    // Last, so that salsa's storage is dropped after the fields above, as
+    // ty's `ProjectDatabase` does: memos may hold data the context owns.
+    storage: salsa::Storage<Self>,
+}
+
+impl RenderDb {
+    /// A database for `context`, calling `events` (if any) on each salsa
+    /// event; tests use it to see which queries ran.
+    pub fn new(
+        context: RenderContext,
+        events: Option<Box<dyn Fn(salsa::Event) + Send + Sync + 'static>>,
+    ) -> RenderDb {
+        RenderDb {
+            context: Arc::new(context),
+            storage: salsa::Storage::new(events),
+        }
+    }
+}
+
+#[salsa::db]
+impl salsa::Database for RenderDb {}
+
+#[salsa::db]
+impl Db for RenderDb {
+    fn context(&self) -> &RenderContext {
+        &self.context
+    }
+}
+
+/// One package as read from disk.
+#[salsa::input]
+pub struct PackageSource {
+    /// The absolute package directory.
+    #[returns(ref)]
+    pub path: PathBuf,
+    /// The decoded, validated Kptfile.
+    #[returns(ref)]
+    pub kptfile: Kptfile,
+    /// The package's own resource files (subpackages excluded), in read
+    /// order.
+    #[returns(ref)]
+    pub files: Vec<PackageFile>,
+    /// The direct subpackages, in kpt's walk order.
+    #[returns(ref)]
+    pub children: Vec<PackageSource>,
+}
+
+/// The package's own resources, annotated as kpt's reader annotates them;
+/// the error is kpt's text. Not compared (`no_eq`): a resource tree is big
+/// and its equality costly, and a re-parse happens only when the bytes
+/// changed.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn local_resources(db: &dyn Db, pkg: PackageSource) -> Result<Vec<Node>, String> {
+    let options = ReadOptions {
+        package_path: Some(pkg.path(db).display().to_string()),
+    };
+    parse_package_files(pkg.files(db), &options)
+        .map(|read| read.resources)
+        .map_err(|error| error.to_string())
+}
+
+/// The package's DFS pipeline run over its own resources and its
+/// subpackages' outputs; `None` when the sequential walk would never get to
+/// run it (its resources do not read, or a subpackage failed), in which case
+/// the walk reports the failure itself.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<PackageRun> {
+    let context = db.context();
+    let local = local_resources(db, pkg).as_ref().ok()?;
+    let input_files = hydrate::input_file_names(&context.root, pkg.path(db), local);
+    let mut input = local.clone();
+    for child in pkg.children(db) {
+        match rendered_package(db, *child) {
+            Some(PackageRun {
+                output: Ok(output), ..
+            }) => input.extend(output.iter().cloned()),
+            _ => return None,
+        }
+    }
+    let kptfile = pkg.kptfile(db);
+    let pipeline = &kptfile.pipeline;
+    let impure = pipeline
+        .mutators
+        .iter()
+        .chain(&pipeline.validators)
+        .any(|function| !function.exec.is_empty() || !function.config_path.is_empty());
+    if impure {
+        // Exec functions may read anything, and a configPath is re-read
+        // from disk by the step: run again in every revision.
+        db.report_untracked_read();
+    }
+    let runtimes = Runtimes {
+        image: context.image.as_ref(),
+        exec: context.exec.as_ref(),
+    };
+    Some(hydrate::run_package(
+        &context.root,
+        pkg.path(db),
+        kptfile,
+        context.save_on_failure,
+        input,
+        input_files,
+        &context.options,
+        runtimes,
+    ))
+}

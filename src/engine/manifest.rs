@@ -1,0 +1,218 @@
+//! The per-root render manifest: how a warm, unchanged re-render is answered
+//! across processes without running anything.
+//!
+//! A successful render whose every function call was pure (answered by the
+//! function cache's policy) and which left the tree as it found it is a fixed
+//! point: rendering the same bytes again, with the same options, prints the
+//! same stdout and stderr and writes the same bytes. Such a render stores a
+//! manifest in the cache directory, keyed by the root path and the options:
+//! the blake3 hash of every file under the root, plus the captured stdout and
+//! stderr. The next render with the same key walks and hashes the tree (the
+//! floor cost) and, when every hash matches, replays the captured output.
+//!
+//! The manifest is only an accelerator: any doubt (a missing, corrupt or
+//! stale entry, a changed file, an added or removed file) means a normal
+//! render, which then records a fresh manifest.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever the manifest's meaning or layout changes.
+const FORMAT: u32 = 1;
+
+/// Directories never hashed: version-control metadata, and krender's own
+/// staging and lock files (`.krender-*`), which come and go during renders.
+fn skipped(name: &str) -> bool {
+    name == ".git" || name.starts_with(".krender-")
+}
+
+/// Every file under a root, with its content hash, sorted by path.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeSnapshot {
+    /// `(path relative to the root, blake3 hex)`, sorted by path.
+    pub files: Vec<(String, String)>,
+}
+
+impl TreeSnapshot {
+    /// Walks `root` and hashes every file (in parallel). Symbolic links are
+    /// hashed by their target's bytes; unreadable entries make the snapshot
+    /// fail, so that no manifest is trusted for a tree we cannot see whole.
+    pub fn scan(root: &Path) -> std::io::Result<TreeSnapshot> {
+        let mut paths = Vec::new();
+        let mut stack = vec![PathBuf::new()];
+        while let Some(relative) = stack.pop() {
+            for entry in std::fs::read_dir(root.join(&relative))? {
+                let entry = entry?;
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else {
+                    return Err(std::io::Error::other("non-UTF-8 file name"));
+                };
+                if skipped(name) {
+                    continue;
+                }
+                let child = relative.join(name);
+                if entry.file_type()?.is_dir() {
+                    stack.push(child);
+                } else {
+                    paths.push(child);
+                }
+            }
+        }
+        let mut files = paths
+            .par_iter()
+            .map(|relative| {
+                let bytes = std::fs::read(root.join(relative))?;
+                let text = relative.to_string_lossy().replace('\\', "/");
+                Ok((text, blake3::hash(&bytes).to_hex().to_string()))
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        files.sort();
+        Ok(TreeSnapshot { files })
+    }
+}
+
+/// What a render's output depends on besides the tree's bytes.
+#[derive(Clone, Debug, Serialize)]
+pub struct RenderKey<'a> {
+    /// The absolute root package path.
+    pub root: &'a Path,
+    /// The output mode (`-o`), as given.
+    pub output: &'a str,
+    /// Every flag that changes what a render does or prints.
+    pub flags: Vec<(&'a str, String)>,
+    /// The function table's source text (`render.toml`), if any.
+    pub config: Option<String>,
+}
+
+impl RenderKey<'_> {
+    /// The cache key of this root's manifest.
+    pub fn digest(&self) -> String {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&FORMAT.to_le_bytes());
+        hasher.update(super::cache::build_identity().as_bytes());
+        // serde_json of a derived struct of strings cannot fail.
+        hasher.update(&serde_json::to_vec(self).unwrap_or_default());
+        format!("manifest:{}", hasher.finalize().to_hex())
+    }
+}
+
+/// A recorded fixed-point render.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The tree before (and after) the render.
+    pub tree: TreeSnapshot,
+    /// What the render printed on stdout.
+    pub stdout: Vec<u8>,
+    /// What the render printed on stderr.
+    pub stderr: Vec<u8>,
+}
+
+/// The store of manifests inside a cache directory: apart from the function
+/// results, so that `cache stats` counts those alone and a manifest never
+/// shadows a function entry.
+pub fn store_dir(cache_dir: &Path) -> PathBuf {
+    cache_dir.join("manifests")
+}
+
+/// Looks up `key` in `dir` and returns the manifest when it matches `tree`.
+/// Unreadable or undecodable entries are removed and treated as absent.
+pub fn lookup(dir: &Path, key: &str, tree: &TreeSnapshot) -> Option<Manifest> {
+    let bytes = match cacache::read_sync(dir, key) {
+        Ok(bytes) => bytes,
+        Err(cacache::Error::EntryNotFound(..)) => return None,
+        Err(error) => {
+            tracing::warn!(target: "krender::manifest", %error, "dropping unreadable manifest");
+            let _ = cacache::remove_sync(dir, key);
+            return None;
+        }
+    };
+    match serde_json::from_slice::<Manifest>(&bytes) {
+        Ok(manifest) if manifest.tree == *tree => Some(manifest),
+        Ok(_) => None,
+        Err(error) => {
+            tracing::warn!(target: "krender::manifest", %error, "dropping undecodable manifest");
+            let _ = cacache::remove_sync(dir, key);
+            None
+        }
+    }
+}
+
+/// Stores `manifest` under `key` (replacing the root's previous one).
+/// Failures are logged and ignored: the manifest is only an accelerator.
+pub fn store(dir: &Path, key: &str, manifest: &Manifest) {
+    let Ok(bytes) = serde_json::to_vec(manifest) else {
+        return;
+    };
+    if let Err(error) = cacache::write_sync(dir, key, bytes) {
+        tracing::debug!(target: "krender::manifest", %error, "manifest write failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_lists_files_sorted_and_skips_krender_and_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("sub/.git")).unwrap();
+        std::fs::create_dir_all(root.join(".krender-draft-1")).unwrap();
+        std::fs::write(root.join("b.yaml"), "b").unwrap();
+        std::fs::write(root.join("sub/a.yaml"), "a").unwrap();
+        std::fs::write(root.join("sub/.git/HEAD"), "x").unwrap();
+        std::fs::write(root.join(".krender-draft-1/b.yaml"), "x").unwrap();
+        let snapshot = TreeSnapshot::scan(root).unwrap();
+        let names: Vec<&str> = snapshot.files.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(names, ["b.yaml", "sub/a.yaml"]);
+        assert_eq!(snapshot.files[0].1, blake3::hash(b"b").to_hex().to_string());
+    }
+
+    #[test]
+    fn lookup_requires_the_same_tree() {
+        let cache = tempfile::tempdir().unwrap();
+        let tree = TreeSnapshot {
+            files: vec![("a".into(), "1".into())],
+        };
+        let manifest = Manifest {
+            tree: tree.clone(),
+            stdout: b"out".to_vec(),
+            stderr: b"err".to_vec(),
+        };
+        let key = RenderKey {
+            root: Path::new("/pkg"),
+            output: "",
+            flags: Vec::new(),
+            config: None,
+        }
+        .digest();
+        store(cache.path(), &key, &manifest);
+        assert_eq!(lookup(cache.path(), &key, &tree), Some(manifest));
+        let changed = TreeSnapshot {
+            files: vec![("a".into(), "2".into())],
+        };
+        assert_eq!(lookup(cache.path(), &key, &changed), None);
+        let other = RenderKey {
+            root: Path::new("/other"),
+            output: "",
+            flags: Vec::new(),
+            config: None,
+        }
+        .digest();
+        assert_eq!(lookup(cache.path(), &other, &tree), None);
+    }
+
+    #[test]
+    fn corrupt_manifest_is_dropped() {
+        let cache = tempfile::tempdir().unwrap();
+        let key = "manifest:x";
+        cacache::write_sync(cache.path(), key, b"not json").unwrap();
+        assert_eq!(lookup(cache.path(), key, &TreeSnapshot::default()), None);
+        assert!(matches!(
+            cacache::read_sync(cache.path(), key),
+            Err(cacache::Error::EntryNotFound(..))
+        ));
+    }
+}

@@ -1,0 +1,325 @@
+//! A render session: the orchestrator around the salsa database. It reads
+//! the package tree from disk into inputs (setting only what changed), runs
+//! the packages' pipelines level by level (Kahn's algorithm over the package
+//! DAG, leaves first) in parallel on rayon, then hands the memoized runs to
+//! hydrate's sequential walk, which adopts them in kpt's order. Logs,
+//! `renderStatus` and outputs are therefore exactly a sequential render's.
+//!
+//! One-shot renders (`fn render`) use a fresh session; `watch` keeps one and
+//! calls [`RenderSession::refresh`] + [`RenderSession::render`] per change.
+//! Anything unusual (a Kptfile that does not decode, an unreadable file, a
+//! BFS root) is left to the walk, which reports it exactly as kpt does.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+use salsa::Setter;
+
+use super::db::{Db, PackageSource, RenderContext, RenderDb, rendered_package};
+use super::levels::levels;
+use crate::hydrate::{self, PackageRun, RenderOutcome, Runtimes};
+use crate::pkg::kptfile::{self, KPTFILE_NAME, Kptfile};
+use crate::pkg::reader::{PackageFile, list_package_files};
+use crate::pkg::tree;
+
+/// What a refresh found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RefreshStats {
+    /// Packages in the tree.
+    pub packages: usize,
+    /// Packages whose inputs were set (new or changed).
+    pub changed: usize,
+}
+
+/// One package as read from disk, before it becomes an input.
+struct Scanned {
+    path: PathBuf,
+    kptfile: Kptfile,
+    files: Vec<PackageFile>,
+    children: Vec<PathBuf>,
+}
+
+/// A salsa database plus the inputs of one package tree.
+pub struct RenderSession {
+    db: RenderDb,
+    root: PathBuf,
+    /// Inputs by package path.
+    packages: BTreeMap<PathBuf, PackageSource>,
+    /// Subpackage paths by package path, from the last refresh.
+    children: BTreeMap<PathBuf, Vec<PathBuf>>,
+    /// False when the last refresh could not read the tree whole.
+    complete: bool,
+    jobs: Option<usize>,
+    /// Pipeline executions counted by [`RenderSession::new`]'s event hook.
+    runs: Arc<AtomicUsize>,
+}
+
+impl RenderSession {
+    /// A session over `context.root`. `jobs` bounds the parallel pipeline
+    /// runs (default: one per core).
+    pub fn new(context: RenderContext, jobs: Option<usize>) -> RenderSession {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = runs.clone();
+        let events = Box::new(move |event: salsa::Event| {
+            if let salsa::EventKind::WillExecute { database_key } = event.kind
+                && format!("{database_key:?}").starts_with("rendered_package")
+            {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        let mut session = RenderSession::with_db(RenderDb::new(context, Some(events)), jobs);
+        session.runs = runs;
+        session
+    }
+
+    /// How many package pipelines have run in this session so far (memo
+    /// hits excluded): what `watch` reports per rebuild.
+    pub fn pipelines_run(&self) -> usize {
+        self.runs.load(Ordering::Relaxed)
+    }
+
+    /// A session over an existing database (tests pass one that records
+    /// salsa events).
+    pub fn with_db(db: RenderDb, jobs: Option<usize>) -> RenderSession {
+        let root = db.context().root.clone();
+        RenderSession {
+            db,
+            root,
+            packages: BTreeMap::new(),
+            children: BTreeMap::new(),
+            complete: false,
+            jobs,
+            runs: Arc::default(),
+        }
+    }
+
+    /// The input of the package at `path`, as of the last refresh.
+    pub fn package(&self, path: &Path) -> Option<PackageSource> {
+        self.packages.get(path).copied()
+    }
+
+    /// The database (for tests that inspect it).
+    pub fn db(&self) -> &RenderDb {
+        &self.db
+    }
+
+    /// Reads the tree below the root and updates the inputs whose Kptfile,
+    /// files or subpackages changed. A tree that cannot be read whole (bad
+    /// Kptfile, unreadable file) leaves the session incomplete: the next
+    /// render then runs everything in the walk, which reports the problem.
+    pub fn refresh(&mut self, root_kptfile: &Kptfile) -> RefreshStats {
+        let Some(scanned) = scan_tree(&self.root, root_kptfile) else {
+            self.complete = false;
+            return RefreshStats::default();
+        };
+        let mut stats = RefreshStats {
+            packages: scanned.len(),
+            changed: 0,
+        };
+        let mut packages = BTreeMap::new();
+        let mut children_of = BTreeMap::new();
+        // Deepest first, so children exist before their parents name them.
+        for scanned in scanned.into_iter().rev() {
+            let children: Vec<PackageSource> = scanned
+                .children
+                .iter()
+                .filter_map(|child| packages.get(child).copied())
+                .collect();
+            let existing = self.packages.get(&scanned.path).copied();
+            let source = match existing {
+                Some(source) => {
+                    let mut changed = false;
+                    if source.kptfile(&self.db) != &scanned.kptfile {
+                        source.set_kptfile(&mut self.db).to(scanned.kptfile);
+                        changed = true;
+                    }
+                    if source.files(&self.db) != &scanned.files {
+                        source.set_files(&mut self.db).to(scanned.files);
+                        changed = true;
+                    }
+                    if source.children(&self.db) != &children {
+                        source.set_children(&mut self.db).to(children);
+                        changed = true;
+                    }
+                    stats.changed += usize::from(changed);
+                    source
+                }
+                None => {
+                    stats.changed += 1;
+                    PackageSource::new(
+                        &self.db,
+                        scanned.path.clone(),
+                        scanned.kptfile,
+                        scanned.files,
+                        children,
+                    )
+                }
+            };
+            packages.insert(scanned.path.clone(), source);
+            children_of.insert(scanned.path, scanned.children);
+        }
+        self.packages = packages;
+        self.children = children_of;
+        self.complete = true;
+        stats
+    }
+
+    /// Renders the tree as of the last refresh, printing kpt's progress
+    /// lines to `log`. The result is what [`hydrate::hydrate`] returns.
+    pub fn render(&self, root_kptfile: Kptfile, log: &mut dyn Write) -> RenderOutcome {
+        let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
+        let precomputed = if self.complete && !bfs {
+            self.warm_up();
+            self.precomputed()
+        } else {
+            BTreeMap::new()
+        };
+        let context = self.db.context();
+        let runtimes = Runtimes {
+            image: context.image.as_ref(),
+            exec: context.exec.as_ref(),
+        };
+        hydrate::hydrate_with(
+            &self.root,
+            root_kptfile,
+            &context.options,
+            runtimes,
+            log,
+            precomputed,
+        )
+    }
+
+    /// Runs every package's pipeline, one Kahn level at a time (leaves
+    /// first), the packages of a level in parallel, each job on its own
+    /// database handle.
+    fn warm_up(&self) {
+        let graph: BTreeMap<String, Vec<String>> = self
+            .children
+            .iter()
+            .map(|(pkg, children)| {
+                (
+                    path_key(pkg),
+                    children.iter().map(|c| path_key(c)).collect(),
+                )
+            })
+            .collect();
+        // A tree cannot have a cycle; if it somehow did, the walk still
+        // renders (sequentially).
+        let Ok(levels) = levels(&graph) else {
+            return;
+        };
+        let source_levels: Vec<Vec<PackageSource>> = levels
+            .iter()
+            .map(|level| {
+                level
+                    .iter()
+                    .filter_map(|key| self.packages.get(Path::new(key)).copied())
+                    .collect()
+            })
+            .collect();
+        // The handle moves into the closure: a session is not `Sync`, and
+        // the clone is dropped before any setter runs again.
+        let db = self.db.clone();
+        let run_levels = move || {
+            for level in &source_levels {
+                level.par_iter().for_each_with(db.clone(), |db, source| {
+                    salsa::attach_allow_change(db, || {
+                        rendered_package(db, *source);
+                    });
+                });
+            }
+        };
+        match self.jobs {
+            Some(jobs) => match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+                Ok(pool) => pool.install(run_levels),
+                Err(_) => run_levels(),
+            },
+            None => run_levels(),
+        }
+    }
+
+    /// The memoized runs, read back in a fixed order. A package whose parent
+    /// also ran successfully hands over an empty output: the parent's run
+    /// already contains it, and the walk discards it anyway.
+    fn precomputed(&self) -> BTreeMap<PathBuf, PackageRun> {
+        let mut parent_ok: BTreeMap<&Path, bool> = BTreeMap::new();
+        for (pkg, children) in &self.children {
+            let ok = self
+                .packages
+                .get(pkg)
+                .and_then(|source| rendered_package(&self.db, *source).as_ref())
+                .is_some_and(|run| run.output.is_ok());
+            for child in children {
+                parent_ok.insert(child.as_path(), ok);
+            }
+        }
+        let mut runs = BTreeMap::new();
+        for (pkg, source) in &self.packages {
+            let Some(run) = rendered_package(&self.db, *source) else {
+                continue;
+            };
+            let consumed = parent_ok.get(pkg.as_path()).copied().unwrap_or(false);
+            let run = match (&run.output, consumed) {
+                (Ok(_), true) => PackageRun {
+                    output: Ok(Vec::new()),
+                    log: run.log.clone(),
+                    mutation_steps: run.mutation_steps.clone(),
+                    validation_steps: run.validation_steps.clone(),
+                    fn_results: run.fn_results.clone(),
+                    executed: run.executed,
+                    input_files: run.input_files.clone(),
+                },
+                _ => run.clone(),
+            };
+            runs.insert(pkg.clone(), run);
+        }
+        runs
+    }
+}
+
+fn path_key(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Reads every package below `root` (BFS order: the root first); `None`
+/// when any Kptfile, listing or file cannot be read or decoded.
+fn scan_tree(root: &Path, root_kptfile: &Kptfile) -> Option<Vec<Scanned>> {
+    // The structure first (directories and Kptfiles), then the files of all
+    // packages in parallel.
+    let mut structure: Vec<(PathBuf, Kptfile, Vec<PathBuf>)> = Vec::new();
+    let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), root_kptfile.clone())]);
+    while let Some((path, kptfile)) = queue.pop_front() {
+        let children = tree::direct_subpackages(&path).ok()?;
+        for child in &children {
+            let bytes = std::fs::read(child.join(KPTFILE_NAME)).ok()?;
+            let decoded = Kptfile::parse(&String::from_utf8_lossy(&bytes), child).ok()?;
+            decoded.validate(child).ok()?;
+            queue.push_back((child.clone(), decoded));
+        }
+        structure.push((path, kptfile, children));
+    }
+    structure
+        .into_par_iter()
+        .map(|(path, kptfile, children)| {
+            let mut files = Vec::new();
+            for (relative, absolute) in list_package_files(&path).ok()? {
+                let bytes = std::fs::read(&absolute).ok()?;
+                files.push(PackageFile {
+                    relative,
+                    absolute,
+                    bytes: bytes.into(),
+                });
+            }
+            Some(Scanned {
+                path,
+                kptfile,
+                files,
+                children,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,186 @@
+//! Incrementality of the render engine (`engine::session`): after an edit,
+//! salsa re-runs the pipelines of the edited package and its ancestors only,
+//! and the result is byte-identical to a fresh session's.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use krender::engine::db::{RenderContext, RenderDb};
+use krender::engine::session::RenderSession;
+use krender::hydrate::{self, RenderOptions};
+use krender::runtime::chain::{ChainOptions, image_evaluator};
+use krender::runtime::exec::ExecEvaluator;
+use salsa::plumbing::AsId;
+
+fn kptfile(name: &str, label: &str) -> String {
+    format!(
+        "apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: {name}
+pipeline:
+  mutators:
+    - image: ghcr.io/kptdev/krm-functions-catalog/set-labels:latest
+      configMap:
+        {label}: \"true\"
+"
+    )
+}
+
+fn config_map(name: &str, value: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {name} # keep this comment
+data:
+  value: {value}
+"
+    )
+}
+
+/// root -> {a -> {a1}, b}: every package has a Kptfile and one resource.
+fn write_tree(root: &Path) {
+    for (dir, name) in [("", "root"), ("a", "a"), ("a/a1", "a1"), ("b", "b")] {
+        let pkg = root.join(dir);
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("Kptfile"), kptfile(name, &format!("in-{name}"))).unwrap();
+        std::fs::write(
+            pkg.join("cm.yaml"),
+            config_map(&format!("cm-{name}"), "one"),
+        )
+        .unwrap();
+    }
+}
+
+type Events = Arc<Mutex<Vec<salsa::Id>>>;
+
+/// A session on `root` whose database records which packages'
+/// `rendered_package` query executed.
+fn session(root: &Path, events: Option<Events>) -> RenderSession {
+    let callback = events.map(|events| {
+        Box::new(move |event: salsa::Event| {
+            if let salsa::EventKind::WillExecute { database_key } = event.kind
+                && format!("{database_key:?}").starts_with("rendered_package")
+            {
+                events.lock().unwrap().push(database_key.key_index());
+            }
+        }) as Box<dyn Fn(salsa::Event) + Send + Sync>
+    });
+    let context = RenderContext {
+        root: root.to_path_buf(),
+        options: RenderOptions {
+            in_place: false,
+            ..RenderOptions::default()
+        },
+        save_on_failure: false,
+        image: Arc::from(image_evaluator(&ChainOptions::default())),
+        exec: Arc::new(ExecEvaluator),
+    };
+    RenderSession::with_db(RenderDb::new(context, callback), Some(2))
+}
+
+/// Renders with `session` and returns the `-o stdout` bytes and the log
+/// (durations removed).
+fn render(session: &mut RenderSession, root: &Path) -> (String, String) {
+    let kptfile = hydrate::load_root(root).unwrap();
+    session.refresh(&kptfile);
+    let mut log = Vec::new();
+    let outcome = session.render(kptfile, &mut log);
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    let mut out = Vec::new();
+    let mut closing = Vec::new();
+    hydrate::apply(
+        outcome,
+        &hydrate::Output::Stdout,
+        None,
+        &mut out,
+        &mut closing,
+    )
+    .unwrap();
+    let log = String::from_utf8(log).unwrap();
+    let log = log
+        .lines()
+        .map(|line| line.split(" in ").next().unwrap_or(line).to_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (String::from_utf8(out).unwrap(), log)
+}
+
+fn ids(session: &RenderSession, root: &Path, dirs: &[&str]) -> Vec<salsa::Id> {
+    let mut ids: Vec<salsa::Id> = dirs
+        .iter()
+        .map(|dir| {
+            let path: PathBuf = if dir.is_empty() {
+                root.to_path_buf()
+            } else {
+                root.join(dir)
+            };
+            session.package(&path).unwrap().as_id()
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn take(events: &Events) -> Vec<salsa::Id> {
+    let mut ran = std::mem::take(&mut *events.lock().unwrap());
+    ran.sort();
+    ran
+}
+
+#[test]
+fn leaf_edit_reruns_the_leaf_and_its_ancestors_only() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("root");
+    write_tree(&root);
+    let events: Events = Arc::default();
+    let mut warm = session(&root, Some(events.clone()));
+
+    let (first, _) = render(&mut warm, &root);
+    assert!(first.contains("in-a1: \"true\""), "{first}");
+    assert_eq!(take(&events), ids(&warm, &root, &["", "a", "a/a1", "b"]));
+
+    // Nothing changed: nothing runs, the output is the same.
+    let (again, _) = render(&mut warm, &root);
+    assert_eq!(again, first);
+    assert_eq!(take(&events), Vec::<salsa::Id>::new());
+
+    // Edit the leaf a1: a1, a and the root re-run; b does not.
+    std::fs::write(root.join("a/a1/cm.yaml"), config_map("cm-a1", "two")).unwrap();
+    let (edited, edited_log) = render(&mut warm, &root);
+    assert_eq!(take(&events), ids(&warm, &root, &["", "a", "a/a1"]));
+    assert!(edited.contains("value: two"), "{edited}");
+    assert_ne!(edited, first);
+
+    // The same bytes and log as a fresh session on the edited tree.
+    let (fresh, fresh_log) = render(&mut session(&root, None), &root);
+    assert_eq!(edited, fresh);
+    assert_eq!(edited_log, fresh_log);
+
+    // Editing b re-runs b and the root only.
+    std::fs::write(root.join("b/cm.yaml"), config_map("cm-b", "three")).unwrap();
+    render(&mut warm, &root);
+    assert_eq!(take(&events), ids(&warm, &root, &["", "b"]));
+}
+
+#[test]
+fn new_subpackage_is_picked_up() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("root");
+    write_tree(&root);
+    let events: Events = Arc::default();
+    let mut warm = session(&root, Some(events.clone()));
+    render(&mut warm, &root);
+    take(&events);
+
+    let added = root.join("b/b1");
+    std::fs::create_dir_all(&added).unwrap();
+    std::fs::write(added.join("Kptfile"), kptfile("b1", "in-b1")).unwrap();
+    std::fs::write(added.join("cm.yaml"), config_map("cm-b1", "new")).unwrap();
+    let (output, _) = render(&mut warm, &root);
+    assert!(output.contains("cm-b1"), "{output}");
+    assert_eq!(take(&events), ids(&warm, &root, &["", "b", "b/b1"]));
+    let (fresh, _) = render(&mut session(&root, None), &root);
+    assert_eq!(output, fresh);
+}
