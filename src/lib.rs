@@ -9,6 +9,7 @@ pub mod engine;
 pub mod hydrate;
 pub mod krm;
 pub mod layering;
+pub mod lifecycle;
 pub mod pkg;
 pub mod runtime;
 pub mod yaml;

@@ -11,6 +11,7 @@ mod layering_cli;
 mod layering_conformance;
 mod layering_engine;
 mod layering_incremental;
+mod lifecycle_crash;
 mod pkg_rw;
 mod render_kptfile;
 mod source_sink;

@@ -6,6 +6,7 @@ pub mod args;
 mod cache;
 mod eval;
 mod render;
+mod rpkg;
 mod watch;
 
 use std::io::Write;

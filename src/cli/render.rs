@@ -78,6 +78,15 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
         return 1;
     }
     let results_dir = args.results_dir.as_deref().map(absolute);
+    // Lifecycle (issue 8): lock the package and recover interrupted commits
+    // before reading it; the lock is released when `_session` drops.
+    let _session = match super::rpkg::open_for_render(&root, output == Output::InPlace, err) {
+        Ok(session) => session,
+        Err(report) => {
+            print_report(&report, err);
+            return 1;
+        }
+    };
     let cache_dir = args.cache.options().resolved_dir();
     // A warm, unchanged tree is answered from its manifest (engine::manifest).
     let manifest = match (&cache_dir, &output, &results_dir) {

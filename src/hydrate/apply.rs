@@ -12,6 +12,7 @@ use super::results::{StepRecord, result_list_node};
 use super::{HydrateError, RenderOutcome, Report, bridge};
 use crate::krm::resource;
 use crate::krm::resource::clean_path;
+use crate::lifecycle::draft;
 use crate::pkg::kptfile::{self, Condition, Kptfile};
 use crate::yaml::SeqIndent;
 use crate::yaml::node::Style;
@@ -57,6 +58,12 @@ const CNRM_ANNOTATION: &str = "cnrm.cloud.google.com/blueprint";
 
 /// Applies `outcome`: writes files (or prints to `stdout`), the status and
 /// the results file, and prints kpt's closing lines to `log`.
+///
+/// In place, everything the render changes in the package — rendered
+/// files, pruned files and the root Kptfile's status — is collected first
+/// and written as one atomic draft commit (`crate::lifecycle::draft`), so a
+/// crash leaves the whole old or the whole new package. The caller holds
+/// the package lock (`crate::lifecycle::open_package`).
 pub fn apply(
     outcome: RenderOutcome,
     output: &Output,
@@ -70,7 +77,7 @@ pub fn apply(
         && !outcome.save_on_failure
     {
         if in_place {
-            write_status(&root, &outcome, Some(error));
+            commit_status_only(&root, &outcome, Some(error));
         }
         save_results(results_dir, &outcome, log);
         return Err(ApplyError::Render(error.clone()));
@@ -79,7 +86,7 @@ pub fn apply(
     if let Err(message) = adjust_paths(&root, &mut resources) {
         if in_place {
             let error = HydrateError::plain(&root, &message, Report::Error(message.clone()));
-            write_status(&root, &outcome, Some(&error));
+            commit_status_only(&root, &outcome, Some(&error));
         }
         return Err(ApplyError::Write { message });
     }
@@ -95,21 +102,24 @@ pub fn apply(
         add_attribution(&mut resources);
     }
     if in_place {
-        if outcome.error.is_none() || outcome.save_on_failure {
-            if let Err(message) = write_package(&root, &resources) {
-                let message = format!("failed to save resources: {message}");
-                return Err(ApplyError::Write { message });
-            }
-            if outcome.error.is_none() {
-                for file in outcome.input_files.difference(&output_files) {
-                    let path = root.join(file);
-                    if let Err(error) = remove(&path) {
-                        let message = format!("failed to delete file: {error}");
-                        return Err(ApplyError::Write { message });
-                    }
+        // Reached only without an error or with save-on-render-failure.
+        let mut changes =
+            crate::pkg::writer::plan_package(&root, &resources, &[]).map_err(|error| {
+                ApplyError::Write {
+                    message: format!("failed to save resources: {error}"),
+                }
+            })?;
+        if outcome.error.is_none() {
+            for file in outcome.input_files.difference(&output_files) {
+                if root.join(file).exists() {
+                    changes.delete(file.clone());
                 }
             }
         }
+        stage_status(&root, &outcome, outcome.error.as_ref(), &mut changes);
+        draft::commit(&root, &changes).map_err(|error| ApplyError::Write {
+            message: format!("failed to save resources: {error}"),
+        })?;
         let summary = if outcome.error.is_none() {
             format!(
                 "Successfully executed {} function(s) in {} package(s).\n",
@@ -140,25 +150,19 @@ pub fn apply(
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
     }
-    if let Some(error) = &outcome.error {
-        if in_place {
-            write_status(&root, &outcome, Some(error));
-        }
-        save_results(results_dir, &outcome, log);
-        return Err(ApplyError::Render(error.clone()));
-    }
     save_results(results_dir, &outcome, log);
-    if in_place {
-        write_status(&root, &outcome, None);
+    if let Some(error) = &outcome.error {
+        return Err(ApplyError::Render(error.clone()));
     }
     Ok(())
 }
 
-fn remove(path: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        other => other,
-    }
+/// A failed render writes only the root Kptfile's status; kpt ignores a
+/// failure to write it, and so do we.
+fn commit_status_only(root: &Path, outcome: &RenderOutcome, error: Option<&HydrateError>) {
+    let mut changes = draft::Changes::default();
+    stage_status(root, outcome, error, &mut changes);
+    let _ = draft::commit(root, &changes);
 }
 
 /// kpt's `adjustRelPath`: paths relative to the root, package-path removed.
@@ -254,12 +258,13 @@ fn record_attribution(current: &str, group: &str) -> String {
     format!("{current},{group}")
 }
 
-/// Writes the files of `resources` under `root` (atomically, skipping files
-/// whose bytes are unchanged).
+/// Writes the files of `resources` under `root` as one atomic commit,
+/// skipping files whose bytes are unchanged (`fn sink`).
 pub(crate) fn write_package(root: &Path, resources: &[crate::yaml::Node]) -> Result<(), String> {
     crate::pkg::writer::write_package(root, resources, &[]).map_err(|error| error.to_string())
 }
 
+/// `-o DIR`: the directory appears complete or not at all.
 fn write_out_dir(dir: &Path, resources: &[crate::yaml::Node]) -> Result<(), ApplyError> {
     let mut stripped = resources.to_vec();
     for node in &mut stripped {
@@ -267,7 +272,9 @@ fn write_out_dir(dir: &Path, resources: &[crate::yaml::Node]) -> Result<(), Appl
         // keeps path and index; the writer strips the rest.
         resource::remove_annotation(node, resource::PACKAGE_PATH);
     }
-    write_package(dir, &stripped).map_err(|message| ApplyError::Write { message })
+    crate::pkg::writer::write_new_dir(dir, &stripped).map_err(|error| ApplyError::Write {
+        message: error.to_string(),
+    })
 }
 
 fn save_results(results_dir: Option<&Path>, outcome: &RenderOutcome, log: &mut dyn Write) {
@@ -286,11 +293,16 @@ fn save_results(results_dir: Option<&Path>, outcome: &RenderOutcome, log: &mut d
     }
 }
 
-/// kpt's `updateRenderStatus`: re-reads the root Kptfile from disk, sets the
-/// `Rendered` condition and `renderStatus`, and re-marshals it (§11).
-fn write_status(root: &Path, outcome: &RenderOutcome, error: Option<&HydrateError>) {
-    let file = root.join(kptfile::KPTFILE_NAME);
-    let Ok(bytes) = std::fs::read(&file) else {
+/// kpt's `updateRenderStatus`: re-reads the root Kptfile (as the pending
+/// `changes` will leave it), sets the `Rendered` condition and
+/// `renderStatus`, and re-marshals it into `changes` (§11).
+fn stage_status(
+    root: &Path,
+    outcome: &RenderOutcome,
+    error: Option<&HydrateError>,
+    changes: &mut draft::Changes,
+) {
+    let Some(bytes) = changes.read(root, kptfile::KPTFILE_NAME) else {
         return;
     };
     let Ok(kptfile) = Kptfile::parse(&String::from_utf8_lossy(&bytes), root) else {
@@ -334,7 +346,7 @@ fn write_status(root: &Path, outcome: &RenderOutcome, error: Option<&HydrateErro
     let node = kptfile.with_render_status(&condition, render_status);
     let text = crate::yaml::to_string(&node, SeqIndent::Wide);
     if text.as_bytes() != bytes.as_slice() {
-        let _ = std::fs::write(&file, text);
+        changes.write(kptfile::KPTFILE_NAME, text);
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::krm::function_filter::{FunctionCall, run_evaluator};
+use crate::krm::function_filter::{FunctionCall, run_evaluator_owned};
 use crate::krm::resource_list::{decode_function_output, encode_output_list, unwrap_output_list};
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style, tag};
@@ -57,7 +57,7 @@ pub(crate) fn run_filter(
         function_config,
         in_pipeline,
     };
-    let step = run_evaluator(evaluator, target, &items, call, timeout)?;
+    let step = run_evaluator_owned(evaluator, target, items, call, timeout)?;
     Ok(FilterRun {
         output: step.output.map_err(|error| error.to_string()),
         results: step.results,

@@ -575,11 +575,18 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             if selective {
                 select::set_resource_ids(&mut input);
             }
-            let positions = select::select(&input, &function.selectors, &function.exclude);
-            let selected: Vec<Node> = positions
-                .iter()
-                .filter_map(|&i| input.get(i).cloned())
-                .collect();
+            // Without selectors every resource goes to the step; the list is
+            // handed over rather than copied unless save-on-failure may need
+            // it back.
+            let selected: Vec<Node> = if !selective && !self.save_on_failure {
+                std::mem::take(&mut input)
+            } else {
+                let positions = select::select(&input, &function.selectors, &function.exclude);
+                positions
+                    .iter()
+                    .filter_map(|&i| input.get(i).cloned())
+                    .collect()
+            };
             let selected_ids: Vec<String> = selected
                 .iter()
                 .map(|r| {

@@ -121,11 +121,29 @@ pub fn run_function<E: std::fmt::Display>(
     call: FunctionCall<'_>,
     run: impl FnOnce(&[u8]) -> FunctionExit<E>,
 ) -> Result<StepOutput, StepError<E>> {
+    run_function_owned(resources.to_vec(), call, run)
+}
+
+/// [`run_function`] on resources the caller gives up (no copy is made:
+/// renders hand each step's whole resource list through here).
+#[allow(clippy::result_large_err)]
+pub fn run_function_owned<E: std::fmt::Display>(
+    resources: Vec<Node>,
+    call: FunctionCall<'_>,
+    run: impl FnOnce(&[u8]) -> FunctionExit<E>,
+) -> Result<StepOutput, StepError<E>> {
     let wire = |error: WireError| StepError::Wire {
         error,
         function_error: None,
     };
-    let mut inputs: Vec<Node> = resources.to_vec();
+    // A `configPath:` config is one of the resources; kpt passes the very
+    // same node, so it carries the annotations added to the item below.
+    let config_item = call.function_config.and_then(|config| {
+        resources
+            .iter()
+            .position(|resource| resource.root() == config.root())
+    });
+    let mut inputs: Vec<Node> = resources;
     let snapshots = if call.in_pipeline {
         prepare_migration(&mut inputs).map_err(wire)?
     } else {
@@ -136,13 +154,6 @@ pub fn run_function<E: std::fmt::Display>(
         kyaml_set_annotation(input, resource::ID, &id);
         kyaml_set_annotation(input, resource::LEGACY_ID, &id);
     }
-    // A `configPath:` config is one of the resources; kpt passes the very
-    // same node, so it carries the annotations just added to the item.
-    let config_item = call.function_config.and_then(|config| {
-        resources
-            .iter()
-            .position(|resource| resource.root() == config.root())
-    });
     let function_config = match config_item {
         Some(i) => inputs.get(i),
         None => call.function_config,
@@ -256,8 +267,20 @@ pub fn run_evaluator(
     call: FunctionCall<'_>,
     timeout: Duration,
 ) -> Result<EvaluatedStep, EvalError> {
+    run_evaluator_owned(evaluator, target, resources.to_vec(), call, timeout)
+}
+
+/// [`run_evaluator`] on resources the caller gives up (see
+/// [`run_function_owned`]).
+pub fn run_evaluator_owned(
+    evaluator: &dyn Evaluator,
+    target: FunctionTarget<'_>,
+    resources: Vec<Node>,
+    call: FunctionCall<'_>,
+    timeout: Duration,
+) -> Result<EvaluatedStep, EvalError> {
     let mut response: Option<Result<FunctionResponse, EvalError>> = None;
-    let step = run_function(resources, call, |input| {
+    let step = run_function_owned(resources, call, |input| {
         let request = FunctionRequest {
             target,
             input,

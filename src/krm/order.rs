@@ -70,25 +70,57 @@ fn sync(from: &Node, to: &mut Node) -> Result<(), String> {
 /// kyaml `SyncMapNodesOrder`: common keys in `from`'s order (each looked up
 /// by name, so the first occurrence), then the remaining keys of `to`.
 fn reorder_mapping(from: &Node, to: &mut Node) {
-    let mut remaining: Vec<String> = to.pairs().map(|(key, _)| key.value.clone()).collect();
-    let mut order: Vec<String> = Vec::with_capacity(remaining.len());
+    let keys: Vec<&str> = to.pairs().map(|(key, _)| key.value.as_str()).collect();
+    let mut remaining: Vec<&str> = keys.clone();
+    let mut order: Vec<&str> = Vec::with_capacity(remaining.len());
     for (key, _) in from.pairs() {
         if let Some(position) = remaining.iter().position(|name| *name == key.value) {
             remaining.remove(position);
-            order.push(key.value.clone());
+            order.push(key.value.as_str());
         }
     }
     order.extend(remaining);
-    let mut content = Vec::with_capacity(to.content.len());
-    for name in &order {
-        if let Some(i) = to.key_index(name) {
-            content.push(to.content[i].clone());
-            content.push(
-                to.content
-                    .get(i + 1)
+    // Each name places the pair of its *first* occurrence, so a duplicated
+    // key repeats that pair; only without duplicates is an unchanged order
+    // a no-op.
+    let unique = {
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        sorted.windows(2).all(|pair| pair[0] != pair[1])
+    };
+    if unique && order == keys {
+        return;
+    }
+    let first_index: Vec<Option<usize>> = order.iter().map(|name| to.key_index(name)).collect();
+    // Move pairs out instead of cloning them (a clone per level made deep
+    // resources quadratic); a pair wanted twice is cloned from its copy.
+    let mut slots: Vec<Option<Node>> = std::mem::take(&mut to.content)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let mut content: Vec<Node> = Vec::with_capacity(slots.len());
+    let mut placed: Vec<Option<usize>> = vec![None; slots.len()];
+    for i in first_index.into_iter().flatten() {
+        let key = slots.get_mut(i).and_then(Option::take);
+        let value = slots.get_mut(i + 1).and_then(Option::take);
+        match (key, placed.get(i).copied().flatten()) {
+            (Some(key), _) => {
+                if let Some(slot) = placed.get_mut(i) {
+                    *slot = Some(content.len());
+                }
+                content.push(key);
+                content.push(value.unwrap_or_else(Node::new_mapping));
+            }
+            (None, Some(at)) => {
+                let key = content[at].clone();
+                let value = content
+                    .get(at + 1)
                     .cloned()
-                    .unwrap_or_else(Node::new_mapping),
-            );
+                    .unwrap_or_else(Node::new_mapping);
+                content.push(key);
+                content.push(value);
+            }
+            (None, None) => {}
         }
     }
     to.content = content;

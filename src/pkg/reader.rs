@@ -199,7 +199,8 @@ fn list_files(
     }
     entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     for (name, path, is_dir) in entries {
-        if ignore.is_ignored(&path, is_dir) {
+        // krender's staging and lock files (`.krender-*`) are no content.
+        if crate::lifecycle::draft::is_reserved_name(&name) || ignore.is_ignored(&path, is_dir) {
             continue;
         }
         if is_dir {

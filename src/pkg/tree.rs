@@ -24,6 +24,13 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
             continue;
         }
         let name = entry.file_name();
+        // krender's own staging directories (`.krender-*`) are no packages.
+        if name
+            .to_str()
+            .is_some_and(crate::lifecycle::draft::is_reserved_name)
+        {
+            continue;
+        }
         entries.push((name.as_encoded_bytes().to_vec(), entry.path()));
     }
     // Go's walk sorts names byte-wise.

@@ -6,13 +6,17 @@
 //! `annotations`/`metadata` maps, and encodes each file as a `---`-joined
 //! stream with each resource's own sequence-indent style — or as Go-style
 //! JSON for a `.json` file holding exactly one resource (§9.3).
-//! [`write_package`] applies that to disk atomically per file and deletes
-//! files whose resources all disappeared.
+//! [`plan_package`] turns that into the [`Changes`] against what is on disk
+//! (changed files, and files whose resources all disappeared), and
+//! [`write_package`] commits them atomically as one draft
+//! (`crate::lifecycle::draft`); [`write_new_dir`] does the same for a
+//! directory that does not exist yet (`-o DIR`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
 use crate::krm::resource;
+use crate::lifecycle::draft::{self, Changes};
 use crate::yaml::marshal::format_go_json_float;
 use crate::yaml::node::{Node, NodeKind, tag};
 use crate::yaml::{Encoder, SeqIndent};
@@ -35,6 +39,14 @@ pub enum WriteError {
         path: String,
         /// The value's text.
         value: String,
+    },
+    /// The atomic commit of the new files failed (nothing was changed when
+    /// it failed before its commit point).
+    #[error("{message}")]
+    #[diagnostic(code(krender::pkg::commit_failed))]
+    Commit {
+        /// The lifecycle error's text, which names the path.
+        message: String,
     },
     /// A file could not be written or removed.
     #[error("{}: {message}", path.display())]
@@ -108,63 +120,60 @@ pub fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, Writ
     Ok(files)
 }
 
-/// Writes `resources` into the package at `dir`: every rendered file is
-/// written (atomically, via a temporary file and a rename; unchanged files
-/// are left as they are), and each file of `files_read` that no resource
-/// maps to any more is deleted. Files that held no resources are never in
-/// `files_read`, so they stay untouched.
+/// What writing `resources` into the package at `dir` would change: every
+/// rendered file whose bytes differ from disk, and each file of
+/// `files_read` that no resource maps to any more (deleted). Files that
+/// held no resources are never in `files_read`, so they stay untouched.
+/// Reads the current files but writes nothing.
+pub fn plan_package(
+    dir: &Path,
+    resources: &[Node],
+    files_read: &[String],
+) -> Result<Changes, WriteError> {
+    let files = render_files(resources)?;
+    let mut changes = Changes::default();
+    for relative in files_read {
+        if !files.contains_key(relative) && dir.join(relative).exists() {
+            changes.delete(relative.clone());
+        }
+    }
+    for (relative, content) in files {
+        let target = dir.join(&relative);
+        if std::fs::read(&target).is_ok_and(|existing| existing == content.as_bytes()) {
+            continue;
+        }
+        changes.write(relative, content);
+    }
+    Ok(changes)
+}
+
+/// Writes `resources` into the package at `dir` ([`plan_package`]) as one
+/// atomic draft commit (`crate::lifecycle::draft`): after a crash the
+/// package holds either all of the old or all of the new files. The caller
+/// of an in-place render holds the package lock; without it, concurrent
+/// writers still cannot interleave their commits.
 pub fn write_package(
     dir: &Path,
     resources: &[Node],
     files_read: &[String],
 ) -> Result<(), WriteError> {
-    let files = render_files(resources)?;
-    for (relative, content) in &files {
-        let target = dir.join(relative);
-        if std::fs::read(&target).is_ok_and(|existing| existing == content.as_bytes()) {
-            continue;
-        }
-        write_atomic(&target, content.as_bytes())?;
-    }
-    for relative in files_read {
-        if files.contains_key(relative) {
-            continue;
-        }
-        let target = dir.join(relative);
-        match std::fs::remove_file(&target) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => {
-                return Err(WriteError::Io {
-                    path: target,
-                    message: error.to_string(),
-                });
-            }
-        }
-    }
+    let changes = plan_package(dir, resources, files_read)?;
+    draft::commit(dir, &changes).map_err(|error| WriteError::Commit {
+        message: error.to_string(),
+    })?;
     Ok(())
 }
 
-fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    let io_error = |path: &Path, error: std::io::Error| WriteError::Io {
-        path: path.to_path_buf(),
+/// Writes `resources` as the new directory `dir`, which must not exist yet:
+/// staged beside it and renamed into place, so `dir` is never partial.
+pub fn write_new_dir(dir: &Path, resources: &[Node]) -> Result<(), WriteError> {
+    let files = render_files(resources)?;
+    let files = files
+        .into_iter()
+        .map(|(relative, content)| (relative, content.into_bytes()))
+        .collect();
+    draft::commit_new_dir(dir, &files).map_err(|error| WriteError::Commit {
         message: error.to_string(),
-    };
-    let parent = target.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(|error| io_error(parent, error))?;
-    let file_name = target
-        .file_name()
-        .map(|name| name.to_string_lossy())
-        .unwrap_or_default();
-    let temp = parent.join(format!(".{file_name}.krender-tmp-{}", std::process::id()));
-    std::fs::write(&temp, bytes).map_err(|error| io_error(&temp, error))?;
-    if let Ok(metadata) = std::fs::metadata(target) {
-        // Keep the original file's permissions, as an in-place write would.
-        let _ = std::fs::set_permissions(&temp, metadata.permissions());
-    }
-    std::fs::rename(&temp, target).map_err(|error| {
-        let _ = std::fs::remove_file(&temp);
-        io_error(target, error)
     })
 }
 

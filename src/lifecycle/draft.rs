@@ -1,0 +1,840 @@
+//! Draft-commit writes: a package's new state appears all at once.
+//!
+//! A render (or `fn sink`) first collects its whole outcome as [`Changes`]
+//! (files to write, files to delete) and then [`commit`]s them:
+//!
+//! 1. **Stage.** Every new file is written and fsynced under
+//!    `<root>/.krender-stage-<pid>-<nonce>/<relative path>`; nothing the
+//!    package shows has changed yet, and a crash here leaves only the stage
+//!    directory, which recovery deletes (roll back).
+//! 2. **Commit point.** A journal naming the stage and every write and delete
+//!    is written to a temporary file, fsynced, and renamed (no-replace) to
+//!    `<root>/.krender-journal`. That rename is the single atomic step that
+//!    decides between old and new.
+//! 3. **Roll forward.** Each staged file is renamed over its target (each
+//!    rename is atomic), deleted files are unlinked, the touched directories
+//!    are fsynced, and finally the journal and the stage are removed.
+//!
+//! [`recover`] runs before every krender command reads or writes a package
+//! (under the package lock): with a journal it redoes step 3, which is
+//! idempotent (a staged file that is gone was already renamed); without one
+//! it deletes leftover stages. So after a `kill -9` at any instant, the next
+//! krender command sees exactly the complete old or the complete new
+//! package. (A process that is not krender and looks at the directory
+//! *during* the few milliseconds of step 3, or after a crash in it and
+//! before the next krender command, can see a mix; the journal says how it
+//! ends.)
+//!
+//! Why not build a whole new package directory and swap it in with
+//! `renameat2(RENAME_EXCHANGE)`? That is atomic even for outside readers,
+//! but it replaces the package directory's inode: a shell whose working
+//! directory is the package (`krender fn render .`, the common case) would
+//! be left in a deleted directory and keep listing stale files, editors and
+//! watchers holding the directory would lose it, and every unrelated file in
+//! the package (a `.git`, binaries) would need copying or hard-linking.
+//! kpt edits files in place, and so does the journal: unchanged files are
+//! never touched, and only changed files pay for staging.
+//!
+//! The fsyncs make the same guarantee hold across a power loss, not only a
+//! process crash: staged data is durable before the journal names it, and
+//! the renames are durable before the journal is removed.
+//!
+//! `-o DIR` output uses the simpler form [`commit_new_dir`]: the whole
+//! directory is staged beside its destination as `.krender-out-*` and
+//! renamed into place (no-replace), so `DIR` either does not exist or is
+//! complete.
+//!
+//! Every name krender creates starts with `.krender-` ([`RESERVED_PREFIX`]);
+//! the package reader and tree walk skip such names, and a write whose path
+//! starts with one is refused.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::LifecycleError;
+
+/// Prefix of every file or directory krender creates inside or beside a
+/// package.
+pub const RESERVED_PREFIX: &str = ".krender-";
+/// Prefix of a commit's staging directory inside the package root.
+pub const STAGE_PREFIX: &str = ".krender-stage-";
+/// Name of the commit journal inside the package root.
+pub const JOURNAL_NAME: &str = ".krender-journal";
+/// Prefix of a journal being written (before the commit point).
+const JOURNAL_TEMP_PREFIX: &str = ".krender-journal-";
+/// Prefix of a `-o DIR` staging directory beside `DIR`.
+pub const OUT_STAGE_PREFIX: &str = ".krender-out-";
+
+/// True for names krender reserves for its own staging and lock files.
+pub fn is_reserved_name(name: &str) -> bool {
+    name.starts_with(RESERVED_PREFIX)
+}
+
+/// A package's pending new state: files to write (whole contents) and files
+/// to delete, by `/`-separated package-relative path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    writes: BTreeMap<String, Vec<u8>>,
+    deletes: BTreeSet<String>,
+}
+
+impl Changes {
+    /// Records that `relative` gets `bytes` (replacing a pending delete).
+    pub fn write(&mut self, relative: impl Into<String>, bytes: impl Into<Vec<u8>>) {
+        let relative = relative.into();
+        self.deletes.remove(&relative);
+        self.writes.insert(relative, bytes.into());
+    }
+
+    /// Records that `relative` is deleted (replacing a pending write).
+    pub fn delete(&mut self, relative: impl Into<String>) {
+        let relative = relative.into();
+        self.writes.remove(&relative);
+        self.deletes.insert(relative);
+    }
+
+    /// True when committing would change nothing.
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty() && self.deletes.is_empty()
+    }
+
+    /// The pending writes.
+    pub fn writes(&self) -> &BTreeMap<String, Vec<u8>> {
+        &self.writes
+    }
+
+    /// The pending deletes.
+    pub fn deletes(&self) -> &BTreeSet<String> {
+        &self.deletes
+    }
+
+    /// The bytes `relative` will hold after the commit: the pending write,
+    /// nothing for a pending delete, else what is on disk now.
+    pub fn read(&self, root: &Path, relative: &str) -> Option<Vec<u8>> {
+        if let Some(bytes) = self.writes.get(relative) {
+            return Some(bytes.clone());
+        }
+        if self.deletes.contains(relative) {
+            return None;
+        }
+        std::fs::read(root.join(relative)).ok()
+    }
+}
+
+/// The journal: what the roll-forward must do. Serialized as JSON because
+/// paths may hold any character but a NUL.
+#[derive(Debug, Serialize, Deserialize)]
+struct Journal {
+    version: u32,
+    stage: String,
+    writes: Vec<String>,
+    deletes: Vec<String>,
+}
+
+/// What a commit (or a recovery's roll-forward) changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommitSummary {
+    /// Files written.
+    pub written: usize,
+    /// Files deleted.
+    pub deleted: usize,
+}
+
+/// What [`recover`] found and did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// Nothing was left over.
+    Clean,
+    /// Stages of commits that never reached their commit point were removed;
+    /// the package is in its old state.
+    RolledBack {
+        /// How many leftovers were removed.
+        removed: usize,
+    },
+    /// An interrupted commit was completed; the package is in its new state.
+    RolledForward(CommitSummary),
+}
+
+/// Commits `changes` to the package at `root` as described in the module
+/// doc: on success the whole new state is in place; on an error before the
+/// commit point nothing changed and nothing is left behind. The caller
+/// should hold the package lock (see [`super::lock`]); without it, a commit
+/// still refuses to overwrite another commit's journal.
+pub fn commit(root: &Path, changes: &Changes) -> Result<CommitSummary, LifecycleError> {
+    if changes.is_empty() {
+        return Ok(CommitSummary::default());
+    }
+    for relative in changes.writes.keys() {
+        check_write_target(root, relative)?;
+    }
+    for relative in &changes.deletes {
+        check_relative(root, relative)?;
+    }
+    std::fs::create_dir_all(root).map_err(|error| LifecycleError::io(root, &error))?;
+    let txid = transaction_id();
+    let stage_name = format!("{STAGE_PREFIX}{txid}");
+    let stage = root.join(&stage_name);
+    let journal = Journal {
+        version: 1,
+        stage: stage_name,
+        writes: changes.writes.keys().cloned().collect(),
+        deletes: changes.deletes.iter().cloned().collect(),
+    };
+    let temp_journal = root.join(format!("{JOURNAL_TEMP_PREFIX}{txid}"));
+    let prepared = prepare(root, &stage, &temp_journal, changes, &journal);
+    if let Err(error) = prepared {
+        let _ = std::fs::remove_dir_all(&stage);
+        let _ = std::fs::remove_file(&temp_journal);
+        return Err(error);
+    }
+    roll_forward(root, &journal)
+}
+
+/// Steps 1 and 2: stage, then publish the journal (the commit point).
+fn prepare(
+    root: &Path,
+    stage: &Path,
+    temp_journal: &Path,
+    changes: &Changes,
+    journal: &Journal,
+) -> Result<(), LifecycleError> {
+    std::fs::create_dir(stage).map_err(|error| LifecycleError::io(stage, &error))?;
+    let mut stage_dirs = BTreeSet::new();
+    stage_dirs.insert(stage.to_path_buf());
+    for relative in changes.writes.keys() {
+        if let Some(parent) = stage.join(relative).parent()
+            && stage_dirs.insert(parent.to_path_buf())
+        {
+            std::fs::create_dir_all(parent).map_err(|error| LifecycleError::io(parent, &error))?;
+        }
+    }
+    let writes: Vec<(&String, &Vec<u8>)> = changes.writes.iter().collect();
+    stage_files(root, stage, &writes)?;
+    for dir in &stage_dirs {
+        sync_dir(dir)?;
+    }
+    let text = serde_json::to_vec(journal).map_err(|error| LifecycleError::Io {
+        path: temp_journal.to_path_buf(),
+        message: error.to_string(),
+    })?;
+    write_durably(temp_journal, &text, None)?;
+    crash_point();
+    let journal_path = root.join(JOURNAL_NAME);
+    rename_no_replace(temp_journal, &journal_path).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::AlreadyExists {
+            LifecycleError::Io {
+                path: journal_path.clone(),
+                message: "another commit is in progress or was interrupted; \
+                          the next `krender fn render` of this package recovers it"
+                    .to_owned(),
+            }
+        } else {
+            LifecycleError::io(&journal_path, &error)
+        }
+    })?;
+    sync_dir(root)?;
+    crash_point();
+    Ok(())
+}
+
+/// Writes and fsyncs the staged files on several threads. Each fsync
+/// waits for a journal commit of the filesystem; concurrent fsyncs share
+/// one commit (ext4/xfs group commit), so this costs a few disk flushes
+/// instead of one per file. The threads do I/O, not computation, so they
+/// do not compete for the two cores the way rayon workers would.
+fn stage_files(
+    root: &Path,
+    stage: &Path,
+    writes: &[(&String, &Vec<u8>)],
+) -> Result<(), LifecycleError> {
+    const STAGING_THREADS: usize = 8;
+    let chunk = writes.len().div_ceil(STAGING_THREADS).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = writes
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || -> Result<(), LifecycleError> {
+                    for (relative, bytes) in part {
+                        // Keep the replaced file's permissions, as an
+                        // in-place edit would.
+                        let permissions = std::fs::metadata(root.join(relative))
+                            .ok()
+                            .map(|metadata| metadata.permissions());
+                        write_durably(&stage.join(relative), bytes, permissions)?;
+                        crash_point();
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        let mut result = Ok(());
+        for worker in workers {
+            let outcome = worker.join().unwrap_or_else(|_| {
+                Err(LifecycleError::Io {
+                    path: stage.to_path_buf(),
+                    message: "a staging thread panicked".to_owned(),
+                })
+            });
+            if result.is_ok() {
+                result = outcome;
+            }
+        }
+        result
+    })
+}
+
+/// Step 3, idempotent: also what recovery runs for a found journal.
+fn roll_forward(root: &Path, journal: &Journal) -> Result<CommitSummary, LifecycleError> {
+    let stage = root.join(&journal.stage);
+    let mut touched = BTreeSet::new();
+    let mut summary = CommitSummary::default();
+    for relative in &journal.writes {
+        let from = stage.join(relative);
+        let to = root.join(relative);
+        let parent = to.parent().unwrap_or(root).to_path_buf();
+        if !touched.contains(&parent) {
+            std::fs::create_dir_all(&parent)
+                .map_err(|error| LifecycleError::io(&parent, &error))?;
+            touched.insert(parent);
+        }
+        match std::fs::rename(&from, &to) {
+            Ok(()) => summary.written += 1,
+            // Renamed before the interruption: the source is gone and the
+            // target's parent exists (created just above).
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(LifecycleError::io(&to, &error)),
+        }
+        crash_point();
+    }
+    for relative in &journal.deletes {
+        let target = root.join(relative);
+        match std::fs::remove_file(&target) {
+            Ok(()) => summary.deleted += 1,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(LifecycleError::io(&target, &error)),
+        }
+        if let Some(parent) = target.parent() {
+            touched.insert(parent.to_path_buf());
+        }
+        crash_point();
+    }
+    for dir in &touched {
+        if dir.exists() {
+            sync_dir(dir)?;
+        }
+    }
+    let journal_path = root.join(JOURNAL_NAME);
+    std::fs::remove_file(&journal_path)
+        .map_err(|error| LifecycleError::io(&journal_path, &error))?;
+    sync_dir(root)?;
+    crash_point();
+    // Only empty directories are left in the stage; a failure to remove them
+    // is harmless (recovery removes stages without a journal).
+    let _ = std::fs::remove_dir_all(&stage);
+    Ok(summary)
+}
+
+/// Brings the package at `root` to a consistent state after an interrupted
+/// commit (see the module doc). Call it with the package lock held, before
+/// reading the package.
+pub fn recover(root: &Path) -> Result<Recovery, LifecycleError> {
+    let journal_path = root.join(JOURNAL_NAME);
+    match std::fs::read(&journal_path) {
+        Ok(bytes) => {
+            let journal = parse_journal(root, &journal_path, &bytes)?;
+            let summary = roll_forward(root, &journal)?;
+            remove_leftovers(root)?;
+            Ok(Recovery::RolledForward(summary))
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let removed = remove_leftovers(root)?;
+            Ok(if removed == 0 {
+                Recovery::Clean
+            } else {
+                Recovery::RolledBack { removed }
+            })
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => Ok(Recovery::Clean),
+        Err(error) => Err(LifecycleError::io(&journal_path, &error)),
+    }
+}
+
+/// True when `root` holds a journal or stage a commit left behind (cheap:
+/// one directory listing).
+pub fn needs_recovery(root: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        name == JOURNAL_NAME
+            || name.starts_with(STAGE_PREFIX)
+            || name.starts_with(JOURNAL_TEMP_PREFIX)
+    })
+}
+
+fn parse_journal(root: &Path, path: &Path, bytes: &[u8]) -> Result<Journal, LifecycleError> {
+    let corrupt = |message: String| LifecycleError::JournalCorrupt {
+        path: path.to_path_buf(),
+        message,
+    };
+    let journal: Journal =
+        serde_json::from_slice(bytes).map_err(|error| corrupt(error.to_string()))?;
+    if journal.version != 1 {
+        return Err(corrupt(format!("unknown version {}", journal.version)));
+    }
+    let stage_ok = journal.stage.starts_with(STAGE_PREFIX)
+        && !journal.stage.contains('/')
+        && journal.stage != "..";
+    if !stage_ok {
+        return Err(corrupt(format!("invalid stage name {:?}", journal.stage)));
+    }
+    for relative in journal.writes.iter().chain(&journal.deletes) {
+        check_relative(root, relative).map_err(|error| corrupt(error.to_string()))?;
+    }
+    Ok(journal)
+}
+
+/// Removes stages and temporary journals of commits that never reached
+/// their commit point; returns how many it removed.
+fn remove_leftovers(root: &Path) -> Result<usize, LifecycleError> {
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(error) => return Err(LifecycleError::io(root, &error)),
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let path = entry.path();
+        let result = if name.starts_with(STAGE_PREFIX) {
+            std::fs::remove_dir_all(&path)
+        } else if name.starts_with(JOURNAL_TEMP_PREFIX) {
+            std::fs::remove_file(&path)
+        } else {
+            continue;
+        };
+        match result {
+            Ok(()) => removed += 1,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(LifecycleError::io(&path, &error)),
+        }
+    }
+    Ok(removed)
+}
+
+/// Writes `files` as the new directory `dir`, which must not exist: staged
+/// beside it, then renamed into place without replacing anything. An empty
+/// `files` creates nothing (as a direct write would not).
+pub fn commit_new_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), LifecycleError> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let parent = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
+    for relative in files.keys() {
+        check_relative(dir, relative)?;
+    }
+    std::fs::create_dir_all(&parent).map_err(|error| LifecycleError::io(&parent, &error))?;
+    remove_dead_out_stages(&parent);
+    let stage = parent.join(format!("{OUT_STAGE_PREFIX}{}", transaction_id()));
+    let result = stage_new_dir(&stage, dir, files);
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&stage);
+    }
+    result
+}
+
+fn stage_new_dir(
+    stage: &Path,
+    dir: &Path,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> Result<(), LifecycleError> {
+    std::fs::create_dir(stage).map_err(|error| LifecycleError::io(stage, &error))?;
+    let mut dirs = BTreeSet::new();
+    dirs.insert(stage.to_path_buf());
+    for (relative, bytes) in files {
+        let path = stage.join(relative);
+        if let Some(parent) = path.parent()
+            && dirs.insert(parent.to_path_buf())
+        {
+            std::fs::create_dir_all(parent).map_err(|error| LifecycleError::io(parent, &error))?;
+        }
+        write_durably(&path, bytes, None)?;
+    }
+    for staged_dir in &dirs {
+        sync_dir(staged_dir)?;
+    }
+    rename_no_replace(stage, dir).map_err(|error| match error.kind() {
+        std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::DirectoryNotEmpty => {
+            LifecycleError::OutputExists {
+                path: dir.to_path_buf(),
+            }
+        }
+        _ => LifecycleError::io(dir, &error),
+    })?;
+    if let Some(parent) = dir.parent() {
+        sync_dir(parent)?;
+    }
+    Ok(())
+}
+
+/// Removes `.krender-out-<pid>-*` stages in `parent` whose process is gone
+/// (a killed `-o DIR` render); stages of live processes are left alone.
+fn remove_dead_out_stages(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(OUT_STAGE_PREFIX)) else {
+            continue;
+        };
+        let pid = rest
+            .split('-')
+            .next()
+            .and_then(|pid| pid.parse::<i32>().ok());
+        if let Some(pid) = pid
+            && !process_alive(pid)
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// True when a process with this pid exists (possibly another user's).
+pub(crate) fn process_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence and permission.
+    let result = unsafe { libc::kill(pid, 0) };
+    result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// A name unique to this process and moment.
+fn transaction_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    format!("{}-{nanos:x}", std::process::id())
+}
+
+/// Rejects absolute paths, `..`, and paths through reserved names.
+fn check_relative(root: &Path, relative: &str) -> Result<(), LifecycleError> {
+    let invalid = |reason: &str| LifecycleError::InvalidWrite {
+        root: root.to_path_buf(),
+        relative: relative.to_owned(),
+        reason: reason.to_owned(),
+    };
+    if relative.is_empty() {
+        return Err(invalid("empty path"));
+    }
+    for component in Path::new(relative).components() {
+        match component {
+            Component::Normal(name) => {
+                if name.to_str().is_some_and(is_reserved_name) {
+                    return Err(invalid("names starting with .krender- are reserved"));
+                }
+            }
+            _ => {
+                return Err(invalid(
+                    "the path must be relative and stay inside the package",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks before the commit point what would make a rename fail after it:
+/// a directory where the file goes, or a file where a directory must be.
+fn check_write_target(root: &Path, relative: &str) -> Result<(), LifecycleError> {
+    check_relative(root, relative)?;
+    let invalid = |reason: &str| LifecycleError::InvalidWrite {
+        root: root.to_path_buf(),
+        relative: relative.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let target = root.join(relative);
+    if std::fs::symlink_metadata(&target).is_ok_and(|metadata| metadata.is_dir()) {
+        return Err(invalid("a directory is in the way"));
+    }
+    let mut ancestor = target.parent();
+    while let Some(dir) = ancestor {
+        if dir == root {
+            break;
+        }
+        match std::fs::metadata(dir) {
+            Ok(metadata) if metadata.is_dir() => break,
+            Ok(_) => return Err(invalid("a parent path is not a directory")),
+            Err(_) => ancestor = dir.parent(),
+        }
+    }
+    Ok(())
+}
+
+fn write_durably(
+    path: &Path,
+    bytes: &[u8],
+    permissions: Option<std::fs::Permissions>,
+) -> Result<(), LifecycleError> {
+    use std::io::Write;
+    let io = |error: std::io::Error| LifecycleError::io(path, &error);
+    let mut file = std::fs::File::create(path).map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    if let Some(permissions) = permissions {
+        file.set_permissions(permissions).map_err(io)?;
+    }
+    if fsync_enabled() {
+        file.sync_all().map_err(io)?;
+    }
+    Ok(())
+}
+
+fn sync_dir(dir: &Path) -> Result<(), LifecycleError> {
+    if !fsync_enabled() {
+        return Ok(());
+    }
+    std::fs::File::open(dir)
+        .and_then(|file| file.sync_all())
+        .map_err(|error| LifecycleError::io(dir, &error))
+}
+
+/// `KRENDER_FSYNC=0` skips the fsyncs. The commit then stays atomic against
+/// a crash of the process (`kill -9`, a panic, an OOM kill): the order of
+/// renames the next krender command sees is the kernel's, whether or not
+/// it reached the disk. Only a power loss or kernel crash could then leave
+/// a journal naming staged data that never reached the disk. For CI, tmpfs
+/// and throwaway checkouts, where the flushes are pure cost.
+fn fsync_enabled() -> bool {
+    use std::sync::OnceLock;
+    static ENABLED: OnceLock<bool> = OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var_os("KRENDER_FSYNC").is_none_or(|value| value != "0"))
+}
+
+/// `rename` that fails with `AlreadyExists` instead of replacing `to`
+/// (Linux `renameat2(RENAME_NOREPLACE)`; elsewhere a check, then rename).
+fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let from_c = std::ffi::CString::new(from.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        let to_c = std::ffi::CString::new(to.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: both strings are valid NUL-terminated paths for the call.
+        let result = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                from_c.as_ptr(),
+                libc::AT_FDCWD,
+                to_c.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if result == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        // Filesystems without RENAME_NOREPLACE support fall back below.
+        if error.raw_os_error() != Some(libc::EINVAL) {
+            return Err(error);
+        }
+    }
+    if std::fs::symlink_metadata(to).is_ok() {
+        return Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists));
+    }
+    std::fs::rename(from, to)
+}
+
+/// Test hook for the crash-safety tests: with `KRENDER_TEST_CRASH_AFTER=N`
+/// in a debug build, the process kills itself with SIGKILL at the N-th
+/// (0-based) step boundary of a commit, exactly as an outside `kill -9`
+/// landing there would. Release builds compile it to nothing.
+fn crash_point() {
+    #[cfg(debug_assertions)]
+    {
+        use std::sync::OnceLock;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static LIMIT: OnceLock<Option<usize>> = OnceLock::new();
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let limit = LIMIT.get_or_init(|| {
+            std::env::var("KRENDER_TEST_CRASH_AFTER")
+                .ok()
+                .and_then(|value| value.parse().ok())
+        });
+        if let Some(limit) = limit
+            && COUNT.fetch_add(1, Ordering::SeqCst) == *limit
+        {
+            // SAFETY: raising a signal in our own process.
+            unsafe {
+                libc::raise(libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// The path of the staging area of the package at `root` (for tools that
+/// list what a killed run left).
+pub fn leftovers(root: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(root)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|entry| {
+                    entry
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with(RESERVED_PREFIX)
+                })
+                .map(|entry| entry.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+        let mut files = BTreeMap::new();
+        let mut pending = vec![root.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else {
+                    let rel = path
+                        .strip_prefix(root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned();
+                    files.insert(rel, std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        files
+    }
+
+    #[test]
+    fn commit_writes_deletes_and_leaves_nothing_behind() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        std::fs::write(root.join("a.yaml"), "old a\n").unwrap();
+        std::fs::write(root.join("gone.yaml"), "old\n").unwrap();
+        let mut changes = Changes::default();
+        changes.write("a.yaml", "new a\n");
+        changes.write("sub/dir/b.yaml", "new b\n");
+        changes.delete("gone.yaml");
+        assert_eq!(changes.read(root, "a.yaml").unwrap(), b"new a\n");
+        assert_eq!(changes.read(root, "gone.yaml"), None);
+        let summary = commit(root, &changes).unwrap();
+        assert_eq!(
+            summary,
+            CommitSummary {
+                written: 2,
+                deleted: 1
+            }
+        );
+        let expected: BTreeMap<String, Vec<u8>> = [
+            ("a.yaml".to_owned(), b"new a\n".to_vec()),
+            ("sub/dir/b.yaml".to_owned(), b"new b\n".to_vec()),
+        ]
+        .into();
+        assert_eq!(tree(root), expected);
+        assert!(leftovers(root).is_empty());
+        assert_eq!(recover(root).unwrap(), Recovery::Clean);
+    }
+
+    #[test]
+    fn reserved_and_escaping_paths_are_refused_before_anything_changes() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        std::fs::write(root.join("a.yaml"), "old\n").unwrap();
+        for bad in [
+            ".krender-journal",
+            "../x.yaml",
+            "/abs.yaml",
+            "a.yaml/b.yaml",
+        ] {
+            let mut changes = Changes::default();
+            changes.write("ok.yaml", "new\n");
+            changes.write(bad, "x");
+            let error = commit(root, &changes).unwrap_err();
+            assert!(
+                matches!(error, LifecycleError::InvalidWrite { .. }),
+                "{bad}: {error}"
+            );
+        }
+        assert_eq!(tree(root).len(), 1);
+    }
+
+    #[test]
+    fn recovery_rolls_forward_a_journal_and_back_a_bare_stage() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        std::fs::write(root.join("a.yaml"), "old a\n").unwrap();
+        std::fs::write(root.join("b.yaml"), "old b\n").unwrap();
+        // A commit interrupted after its commit point, with a.yaml already
+        // renamed and b.yaml still staged.
+        let stage = root.join(".krender-stage-1-1");
+        std::fs::create_dir(&stage).unwrap();
+        std::fs::write(stage.join("b.yaml"), "new b\n").unwrap();
+        std::fs::write(root.join("a.yaml"), "new a\n").unwrap();
+        let journal = r#"{"version":1,"stage":".krender-stage-1-1","writes":["a.yaml","b.yaml"],"deletes":["c.yaml"]}"#;
+        std::fs::write(root.join(JOURNAL_NAME), journal).unwrap();
+        let recovery = recover(root).unwrap();
+        assert_eq!(
+            recovery,
+            Recovery::RolledForward(CommitSummary {
+                written: 1,
+                deleted: 0
+            })
+        );
+        assert_eq!(std::fs::read(root.join("b.yaml")).unwrap(), b"new b\n");
+        assert!(leftovers(root).is_empty());
+        // A stage without a journal never reached its commit point.
+        let stage = root.join(".krender-stage-2-2");
+        std::fs::create_dir(&stage).unwrap();
+        std::fs::write(stage.join("a.yaml"), "newer\n").unwrap();
+        std::fs::write(root.join(".krender-journal-2-2"), "{").unwrap();
+        assert_eq!(recover(root).unwrap(), Recovery::RolledBack { removed: 2 });
+        assert_eq!(std::fs::read(root.join("a.yaml")).unwrap(), b"new a\n");
+        assert!(leftovers(root).is_empty());
+    }
+
+    #[test]
+    fn corrupt_journal_is_an_error_naming_it() {
+        let temp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            temp.path().join(JOURNAL_NAME),
+            "{\"version\":1,\"stage\":\"../x\"",
+        )
+        .unwrap();
+        let error = recover(temp.path()).unwrap_err();
+        assert!(error.to_string().contains(".krender-journal"), "{error}");
+    }
+
+    #[test]
+    fn new_dir_is_all_or_nothing() {
+        let temp = tempfile::tempdir().unwrap();
+        let out = temp.path().join("out");
+        let files: BTreeMap<String, Vec<u8>> = [("x/a.yaml".to_owned(), b"a\n".to_vec())].into();
+        commit_new_dir(&out, &files).unwrap();
+        assert_eq!(std::fs::read(out.join("x/a.yaml")).unwrap(), b"a\n");
+        let error = commit_new_dir(&out, &files).unwrap_err();
+        assert!(
+            matches!(error, LifecycleError::OutputExists { .. }),
+            "{error}"
+        );
+        assert_eq!(leftovers(temp.path()), Vec::<PathBuf>::new());
+    }
+}
