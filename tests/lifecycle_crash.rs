@@ -373,3 +373,74 @@ fn crash_at_every_commit_step_leaves_old_or_new_package() {
         "{crashed_at:?}"
     );
 }
+
+#[test]
+fn kill_during_output_dir_render_leaves_no_partial_dir() {
+    let temp = memory_tempdir();
+    let pkg = temp.path().join("big");
+    write_tree(&pkg, &large_package());
+    let render_to = |out: &Path| {
+        let mut command = krender(temp.path());
+        command
+            .args(["fn", "render", "--no-cache", "-o"])
+            .arg(out)
+            .arg(&pkg)
+            .env("KRENDER_FSYNC", "0");
+        command
+    };
+    let reference = temp.path().join("reference-out");
+    let output = render_to(&reference).output().expect("run krender");
+    assert_eq!(output.status.code(), Some(0));
+    let expected = snapshot(&reference);
+    assert_eq!(expected.len(), 201, "the Kptfile and 200 ConfigMaps");
+
+    let out = temp.path().join("out");
+    let mut rng = Rng(0x5eed_0000_0000_00d1);
+    let (mut absent, mut complete) = (0, 0);
+    for iteration in 0..40 {
+        let out_stages = || -> Vec<String> {
+            std::fs::read_dir(temp.path())
+                .expect("read temp")
+                .flatten()
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with(".krender-out-"))
+                .collect()
+        };
+        // Stages of earlier killed runs stay until a render cleans them.
+        let before = out_stages();
+        let mut child = render_to(&out).spawn().expect("spawn krender");
+        // Aim at the staging: wait for this run's `.krender-out-*` directory.
+        loop {
+            let staging = out_stages().iter().any(|name| !before.contains(name));
+            if staging || !matches!(child.try_wait(), Ok(None)) {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        std::thread::sleep(Duration::from_micros(rng.below(3_000)));
+        let _ = child.kill();
+        let _ = child.wait();
+        if out.exists() {
+            assert_eq!(
+                snapshot(&out),
+                expected,
+                "iteration {iteration}: partial output"
+            );
+            complete += 1;
+            std::fs::remove_dir_all(&out).expect("remove out");
+        } else {
+            absent += 1;
+        }
+    }
+    // The next -o render into the same parent removes dead stages.
+    let output = render_to(&out).output().expect("run krender");
+    assert_eq!(output.status.code(), Some(0));
+    let leftovers: Vec<String> = std::fs::read_dir(temp.path())
+        .expect("read temp")
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".krender-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    eprintln!("-o DIR kill test: 40 kills: {absent} left no directory, {complete} a complete one");
+}
