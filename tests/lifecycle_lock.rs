@@ -167,3 +167,36 @@ fn enclosing_package_conflicts_with_a_subpackage_render() {
     let first = first.wait_with_output().unwrap();
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
 }
+
+#[test]
+fn of_many_simultaneous_renders_exactly_one_runs() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = slow_package(temp.path(), "app", "3");
+    let children: Vec<Child> = (0..6).map(|_| spawn(&pkg)).collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|child| child.wait_with_output().unwrap())
+        .collect();
+    let winners = outputs
+        .iter()
+        .filter(|output| output.status.code() == Some(0))
+        .count();
+    assert_eq!(
+        winners,
+        1,
+        "{:?}",
+        outputs.iter().map(stderr).collect::<Vec<_>>()
+    );
+    for output in outputs
+        .iter()
+        .filter(|output| output.status.code() != Some(0))
+    {
+        assert_eq!(output.status.code(), Some(1));
+        assert!(
+            stderr(output).contains(" is locked by "),
+            "{}",
+            stderr(output)
+        );
+    }
+    assert!(!pkg.join(".krender-lock").exists());
+}
