@@ -244,7 +244,7 @@ fn kill_at_random_points_leaves_old_or_new_package() {
     let pkg = temp.path().join("big");
     write_tree(&pkg, &old);
     let mut rng = Rng(0x5eed_1234_abcd_0001);
-    let iterations = 200;
+    let iterations = 160;
     // Kill anywhere up to 20% past a whole run.
     let span = (full_run.as_micros() as u64 * 12 / 10).max(1_000);
     let (mut saw_old, mut saw_new) = (0, 0);
@@ -365,6 +365,11 @@ fn crash_at_every_commit_step_leaves_old_or_new_package() {
     // Staging the files happens before the commit point (old state), the
     // journal rename is the commit point, and everything after it rolls
     // forward: so the outcomes are some olds followed only by news.
+    eprintln!(
+        "commit-step sweep: {} crash points, {} before the commit point",
+        crashed_at.len(),
+        crashed_at.iter().filter(|(_, is_new)| !is_new).count()
+    );
     let first_new = crashed_at.iter().position(|(_, is_new)| *is_new);
     let first_new = first_new.expect("some crash lands after the commit point");
     assert!(first_new > 0, "{crashed_at:?}");

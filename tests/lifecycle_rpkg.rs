@@ -512,3 +512,25 @@ fn cli_session_pull_push_propose_approve() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_bare_repository_can_be_shared() {
+    let temp = tempfile::tempdir().unwrap();
+    let shared = temp.path().join("shared.git");
+    let status = Command::new("git")
+        .args(["init", "--bare", "-q"])
+        .arg(&shared)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Two users, two handles on the same bare repository.
+    let alice = PackageRepo::open(&shared).unwrap();
+    let bob = PackageRepo::open(&shared).unwrap();
+    let draft = alice.create_package("app", "ws1", &kptfile("app")).unwrap();
+    let seen_by_bob = bob.get("app/ws1").unwrap();
+    assert_eq!(seen_by_bob, draft);
+    let proposal = bob.propose(&seen_by_bob, None, &no_render).unwrap();
+    let published = alice.approve(&proposal, None).unwrap();
+    assert_eq!(published.id(), "app/v1");
+    assert_eq!(bob.files(&published).unwrap(), kptfile("app"));
+}
