@@ -63,6 +63,11 @@ pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) ->
         output: &output,
         cached: cached.as_ref(),
     };
+    // Lifecycle (issue 8): a watch of a package being rendered fails at once.
+    if let Err(report) = super::rpkg::open_for_render(&root, output == Output::InPlace, err) {
+        print_report(&report, err);
+        return 1;
+    }
     rebuild.run(true, out, err);
     let debounce = Duration::from_millis(args.debounce_ms);
     let code = watch_loop(&root, debounce, err, |_changed, err| {
@@ -195,6 +200,17 @@ impl Rebuild<'_> {
     /// run), renders and applies, then prints the summary line.
     fn run(&mut self, first: bool, out: &mut dyn Write, err: &mut dyn Write) {
         let started = Instant::now();
+        // Each rebuild holds the package lock (issue 8); while another
+        // command holds it, this rebuild is skipped.
+        let in_place = *self.output == Output::InPlace;
+        let _lock = match super::rpkg::open_for_render(self.root, in_place, err) {
+            Ok(lock) => lock,
+            Err(report) => {
+                print_report(&report, err);
+                let _ = writeln!(err, "[watch] rebuild skipped");
+                return;
+            }
+        };
         let kptfile = match hydrate::load_root(self.root) {
             Ok(kptfile) => kptfile,
             Err(error) => {
