@@ -68,64 +68,80 @@ pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) ->
         print_report(&report, err);
         return 1;
     }
-    rebuild.run(true, out, err);
-    let debounce = Duration::from_millis(args.debounce_ms);
-    let code = watch_loop(&root, debounce, err, |_changed, err| {
-        rebuild.run(false, out, err)
-    });
-    let _ = writeln!(err, "[watch] stopped");
-    code
-}
-
-/// Waits for changes under `root` and calls `rebuild` with the changed
-/// paths once they have been quiet for `debounce`, until Ctrl-C.
-fn watch_loop(
-    root: &Path,
-    debounce: Duration,
-    err: &mut dyn Write,
-    mut rebuild: impl FnMut(BTreeSet<PathBuf>, &mut dyn Write),
-) -> i32 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let handler_stop = stop.clone();
-    // Without a handler Ctrl-C would kill us mid-write; a second handler
-    // (tests calling run twice) is not an error worth stopping for.
-    let _ = ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst));
-    let (sender, events) = mpsc::channel();
-    let mut watcher = match notify::recommended_watcher(move |event| {
-        let _ = sender.send(event);
-    }) {
-        Ok(watcher) => watcher,
-        Err(error) => {
-            print_report(&Report::Error(format!("cannot watch: {error}")), err);
+    let watch = match Watch::start(&root) {
+        Ok(watch) => watch,
+        Err(message) => {
+            print_report(&Report::Error(message), err);
             return 1;
         }
     };
-    if let Err(error) = watcher.watch(root, RecursiveMode::Recursive) {
-        print_report(
-            &Report::Error(format!("cannot watch {}: {error}", root.display())),
-            err,
-        );
-        return 1;
-    }
-    let mut pending: Option<Instant> = None;
-    let mut changed = BTreeSet::new();
-    while !stop.load(Ordering::SeqCst) {
-        match events.recv_timeout(Duration::from_millis(50)) {
-            Ok(Ok(event)) if relevant(&event) => {
-                changed.extend(event.paths);
-                pending = Some(Instant::now());
-            }
-            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        if let Some(since) = pending
-            && since.elapsed() >= debounce
-        {
-            pending = None;
-            rebuild(std::mem::take(&mut changed), err);
-        }
-    }
+    rebuild.run(true, out, err);
+    let debounce = Duration::from_millis(args.debounce_ms);
+    watch.run(debounce, err, |_changed, err| rebuild.run(false, out, err));
     0
+}
+
+/// A running file watcher on a root, started before the first build so that
+/// no change made during it is missed.
+struct Watch {
+    // Kept alive for the events; dropping it stops the watch.
+    _watcher: notify::RecommendedWatcher,
+    events: mpsc::Receiver<notify::Result<notify::Event>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Watch {
+    /// Watches `root` recursively and installs the Ctrl-C handler.
+    fn start(root: &Path) -> Result<Watch, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let handler_stop = stop.clone();
+        // Without a handler Ctrl-C would kill us mid-write; a second
+        // handler (tests calling run twice) is not an error worth stopping
+        // for.
+        let _ = ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst));
+        let (sender, events) = mpsc::channel();
+        let mut watcher = notify::recommended_watcher(move |event| {
+            let _ = sender.send(event);
+        })
+        .map_err(|error| format!("cannot watch: {error}"))?;
+        watcher
+            .watch(root, RecursiveMode::Recursive)
+            .map_err(|error| format!("cannot watch {}: {error}", root.display()))?;
+        Ok(Watch {
+            _watcher: watcher,
+            events,
+            stop,
+        })
+    }
+
+    /// Calls `rebuild` with the changed paths once they have been quiet for
+    /// `debounce`, until Ctrl-C.
+    fn run(
+        &self,
+        debounce: Duration,
+        err: &mut dyn Write,
+        mut rebuild: impl FnMut(BTreeSet<PathBuf>, &mut dyn Write),
+    ) {
+        let mut pending: Option<Instant> = None;
+        let mut changed = BTreeSet::new();
+        while !self.stop.load(Ordering::SeqCst) {
+            match self.events.recv_timeout(Duration::from_millis(50)) {
+                Ok(Ok(event)) if relevant(&event) => {
+                    changed.extend(event.paths);
+                    pending = Some(Instant::now());
+                }
+                Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if let Some(since) = pending
+                && since.elapsed() >= debounce
+            {
+                pending = None;
+                rebuild(std::mem::take(&mut changed), err);
+            }
+        }
+        let _ = writeln!(err, "[watch] stopped");
+    }
 }
 
 /// `watch` on a layered document set (a directory or file without a
@@ -158,8 +174,15 @@ fn watch_layered(root: &Path, debounce: Duration, out: &mut dyn Write, err: &mut
             }
         }
     };
+    let watch = match Watch::start(root) {
+        Ok(watch) => watch,
+        Err(message) => {
+            print_report(&Report::Error(message), err);
+            return 1;
+        }
+    };
     render(&mut session, out, err);
-    let code = watch_loop(root, debounce, err, |changed, err| {
+    watch.run(debounce, err, |changed, err| {
         let mut any = false;
         for path in changed {
             let bytes = std::fs::read(&path).ok();
@@ -169,8 +192,7 @@ fn watch_layered(root: &Path, debounce: Duration, out: &mut dyn Write, err: &mut
             render(&mut session, out, err);
         }
     });
-    let _ = writeln!(err, "[watch] stopped");
-    code
+    0
 }
 
 /// Whether an event may change what a render reads: content changes, not
