@@ -12,6 +12,8 @@ mod layering_conformance;
 mod layering_engine;
 mod layering_incremental;
 mod lifecycle_crash;
+mod lifecycle_lock;
+mod lifecycle_rpkg;
 mod pkg_rw;
 mod render_kptfile;
 mod source_sink;

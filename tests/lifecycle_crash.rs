@@ -244,7 +244,7 @@ fn kill_at_random_points_leaves_old_or_new_package() {
     let pkg = temp.path().join("big");
     write_tree(&pkg, &old);
     let mut rng = Rng(0x5eed_1234_abcd_0001);
-    let iterations = 200;
+    let iterations = 160;
     // Kill anywhere up to 20% past a whole run.
     let span = (full_run.as_micros() as u64 * 12 / 10).max(1_000);
     let (mut saw_old, mut saw_new) = (0, 0);
@@ -365,6 +365,11 @@ fn crash_at_every_commit_step_leaves_old_or_new_package() {
     // Staging the files happens before the commit point (old state), the
     // journal rename is the commit point, and everything after it rolls
     // forward: so the outcomes are some olds followed only by news.
+    eprintln!(
+        "commit-step sweep: {} crash points, {} before the commit point",
+        crashed_at.len(),
+        crashed_at.iter().filter(|(_, is_new)| !is_new).count()
+    );
     let first_new = crashed_at.iter().position(|(_, is_new)| *is_new);
     let first_new = first_new.expect("some crash lands after the commit point");
     assert!(first_new > 0, "{crashed_at:?}");
@@ -372,4 +377,75 @@ fn crash_at_every_commit_step_leaves_old_or_new_package() {
         crashed_at[first_new..].iter().all(|(_, is_new)| *is_new),
         "{crashed_at:?}"
     );
+}
+
+#[test]
+fn kill_during_output_dir_render_leaves_no_partial_dir() {
+    let temp = memory_tempdir();
+    let pkg = temp.path().join("big");
+    write_tree(&pkg, &large_package());
+    let render_to = |out: &Path| {
+        let mut command = krender(temp.path());
+        command
+            .args(["fn", "render", "--no-cache", "-o"])
+            .arg(out)
+            .arg(&pkg)
+            .env("KRENDER_FSYNC", "0");
+        command
+    };
+    let reference = temp.path().join("reference-out");
+    let output = render_to(&reference).output().expect("run krender");
+    assert_eq!(output.status.code(), Some(0));
+    let expected = snapshot(&reference);
+    assert_eq!(expected.len(), 201, "the Kptfile and 200 ConfigMaps");
+
+    let out = temp.path().join("out");
+    let mut rng = Rng(0x5eed_0000_0000_00d1);
+    let (mut absent, mut complete) = (0, 0);
+    for iteration in 0..40 {
+        let out_stages = || -> Vec<String> {
+            std::fs::read_dir(temp.path())
+                .expect("read temp")
+                .flatten()
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with(".krender-out-"))
+                .collect()
+        };
+        // Stages of earlier killed runs stay until a render cleans them.
+        let before = out_stages();
+        let mut child = render_to(&out).spawn().expect("spawn krender");
+        // Aim at the staging: wait for this run's `.krender-out-*` directory.
+        loop {
+            let staging = out_stages().iter().any(|name| !before.contains(name));
+            if staging || !matches!(child.try_wait(), Ok(None)) {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        std::thread::sleep(Duration::from_micros(rng.below(3_000)));
+        let _ = child.kill();
+        let _ = child.wait();
+        if out.exists() {
+            assert_eq!(
+                snapshot(&out),
+                expected,
+                "iteration {iteration}: partial output"
+            );
+            complete += 1;
+            std::fs::remove_dir_all(&out).expect("remove out");
+        } else {
+            absent += 1;
+        }
+    }
+    // The next -o render into the same parent removes dead stages.
+    let output = render_to(&out).output().expect("run krender");
+    assert_eq!(output.status.code(), Some(0));
+    let leftovers: Vec<String> = std::fs::read_dir(temp.path())
+        .expect("read temp")
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".krender-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    eprintln!("-o DIR kill test: 40 kills: {absent} left no directory, {complete} a complete one");
 }

@@ -40,6 +40,8 @@ pub enum Command {
     /// Render, then re-render incrementally whenever files change
     /// (krender-only).
     Watch(WatchArgs),
+    /// Package revisions in a git repository: Draft → Proposed → Published.
+    Rpkg(RpkgArgs),
     /// Print the version.
     Version,
 }
@@ -218,4 +220,92 @@ pub struct CacheDirArgs {
     /// Directory of the function-result cache (default: the user cache dir).
     #[arg(long = "cache-dir", env = "KRENDER_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
+}
+
+/// `krender rpkg ...`: package revisions with Porch's lifecycle in git.
+#[derive(Debug, Args)]
+pub struct RpkgArgs {
+    /// The git repository holding the packages (default: the current directory).
+    #[arg(long = "repo", global = true, default_value = ".")]
+    pub repo: PathBuf,
+    /// The rpkg command.
+    #[command(subcommand)]
+    pub command: RpkgCommand,
+}
+
+/// The lifecycle commands.
+#[derive(Debug, Subcommand)]
+pub enum RpkgCommand {
+    /// Create a new package as a Draft (creating the repository if needed).
+    Init {
+        /// Package name.
+        package: String,
+        /// Workspace of the first draft.
+        #[arg(long = "workspace")]
+        workspace: String,
+        /// Description written into the Kptfile.
+        #[arg(long = "description", default_value = "sample description")]
+        description: String,
+    },
+    /// Create a new package as a Draft holding the files of an existing revision.
+    Clone {
+        /// Source revision: <package>/v<N> or <package>/<workspace>.
+        source: String,
+        /// New package name.
+        package: String,
+        /// Workspace of the new draft.
+        #[arg(long = "workspace")]
+        workspace: String,
+    },
+    /// Start a new Draft of a package from its latest published revision.
+    Draft {
+        /// Package name.
+        package: String,
+        /// Workspace of the new draft.
+        #[arg(long = "workspace")]
+        workspace: String,
+    },
+    /// Render a Draft and propose it (Draft → Proposed).
+    Propose(RevisionArgs),
+    /// Publish a proposed revision as <package>/v<N> (Proposed → Published).
+    Approve(RevisionArgs),
+    /// Send a proposal back (Proposed → Draft, DeletionProposed → Published).
+    Reject(RevisionArgs),
+    /// Propose deleting a published revision (Published → DeletionProposed).
+    ProposeDelete(RevisionArgs),
+    /// Delete a Draft, a Proposed revision, or a DeletionProposed revision.
+    Delete(RevisionArgs),
+    /// List package revisions.
+    List {
+        /// Only this package.
+        package: Option<String>,
+    },
+    /// Write a revision's files into a new directory, to edit a Draft.
+    Pull {
+        /// Revision: <package>/v<N> or <package>/<workspace>.
+        revision: String,
+        /// Directory to create.
+        dir: PathBuf,
+    },
+    /// Commit a pulled directory back into its Draft.
+    Push {
+        /// Directory written by `rpkg pull`.
+        dir: PathBuf,
+        /// Commit the draft must still be at (default: the one pulled).
+        #[arg(long = "commit")]
+        commit: Option<String>,
+        /// Commit message.
+        #[arg(short = 'm', long = "message")]
+        message: Option<String>,
+    },
+}
+
+/// A revision and the commit it is expected to be at.
+#[derive(Debug, Args)]
+pub struct RevisionArgs {
+    /// Revision: <package>/v<N> or <package>/<workspace>.
+    pub revision: String,
+    /// Commit id the revision must still be at (optimistic locking).
+    #[arg(long = "commit")]
+    pub commit: Option<String>,
 }

@@ -50,6 +50,7 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
         } => crate::layering::render_command(&paths, &mut out, &mut err),
         Command::Cache { command } => cache::run(&command, &mut out, &mut err),
         Command::Watch(args) => watch::run(&args, &mut out, &mut err),
+        Command::Rpkg(args) => rpkg::run(&args, &mut out, &mut err),
         Command::Version => {
             let _ = writeln!(out, "{}", env!("CARGO_PKG_VERSION"));
             0

@@ -1,7 +1,10 @@
-//! `krender watch [PKG]`: render, then re-render whenever files under the
-//! package change, keeping one salsa session so that only the changed
-//! packages and their ancestors re-run. One line per rebuild on stderr:
-//! packages re-run, cache hits, time.
+//! `krender watch [PATH]`: render, then re-render whenever files under the
+//! path change, keeping one salsa session so that only what the change
+//! affects is recomputed. A package (a directory with a Kptfile) is rendered
+//! in place (or to stdout with `-o`), with only the changed packages and
+//! their ancestors re-run; anything else is a layered document set, whose
+//! rendered documents are printed to stdout after each rebuild. One line
+//! per rebuild on stderr: what re-ran, cache hits, time.
 //!
 //! Events are debounced; what changed is decided by content (the session's
 //! refresh compares bytes), not by the events, so our own writes come back
@@ -9,8 +12,9 @@
 //! Ctrl-C is handled between rebuilds: the render in flight finishes (and
 //! writes whole or not at all), then the loop exits 0.
 
+use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -24,6 +28,8 @@ use super::render::{
 };
 use crate::engine::session::RenderSession;
 use crate::hydrate::{self, Output, Report};
+use crate::layering::incremental::LayeringSession;
+use crate::pkg::kptfile::KPTFILE_NAME;
 
 /// Runs `watch` until Ctrl-C; returns the exit code.
 pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
@@ -37,6 +43,9 @@ pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) ->
         );
         return 1;
     }
+    if !root.join(KPTFILE_NAME).exists() {
+        return watch_layered(&root, Duration::from_millis(args.debounce_ms), out, err);
+    }
     let kptfile = match hydrate::load_root(&root) {
         Ok(kptfile) => kptfile,
         Err(error) => {
@@ -48,52 +57,141 @@ pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) ->
     let (context, cached) = render_context(render_args, &root, &kptfile, &output, cache_dir);
     let mut session = RenderSession::new(context, render_args.jobs);
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let handler_stop = stop.clone();
-    // Without a handler Ctrl-C would kill us mid-write; a second handler
-    // (tests calling run twice) is not an error worth stopping for.
-    let _ = ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst));
-    let (sender, events) = mpsc::channel();
-    let mut watcher = match notify::recommended_watcher(move |event| {
-        let _ = sender.send(event);
-    }) {
-        Ok(watcher) => watcher,
-        Err(error) => {
-            print_report(&Report::Error(format!("cannot watch: {error}")), err);
-            return 1;
-        }
-    };
-    if let Err(error) = watcher.watch(&root, RecursiveMode::Recursive) {
-        print_report(
-            &Report::Error(format!("cannot watch {}: {error}", root.display())),
-            err,
-        );
-        return 1;
-    }
-
     let mut rebuild = Rebuild {
         session: &mut session,
         root: &root,
         output: &output,
         cached: cached.as_ref(),
     };
+    // Lifecycle (issue 8): a watch of a package being rendered fails at once.
+    if let Err(report) = super::rpkg::open_for_render(&root, output == Output::InPlace, err) {
+        print_report(&report, err);
+        return 1;
+    }
+    let watch = match Watch::start(&root) {
+        Ok(watch) => watch,
+        Err(message) => {
+            print_report(&Report::Error(message), err);
+            return 1;
+        }
+    };
     rebuild.run(true, out, err);
     let debounce = Duration::from_millis(args.debounce_ms);
-    let mut pending: Option<Instant> = None;
-    while !stop.load(Ordering::SeqCst) {
-        match events.recv_timeout(Duration::from_millis(50)) {
-            Ok(Ok(event)) if relevant(&event) => pending = Some(Instant::now()),
-            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        if let Some(since) = pending
-            && since.elapsed() >= debounce
-        {
-            pending = None;
-            rebuild.run(false, out, err);
-        }
+    watch.run(debounce, err, |_changed, err| rebuild.run(false, out, err));
+    0
+}
+
+/// A running file watcher on a root, started before the first build so that
+/// no change made during it is missed.
+struct Watch {
+    // Kept alive for the events; dropping it stops the watch.
+    _watcher: notify::RecommendedWatcher,
+    events: mpsc::Receiver<notify::Result<notify::Event>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Watch {
+    /// Watches `root` recursively and installs the Ctrl-C handler.
+    fn start(root: &Path) -> Result<Watch, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let handler_stop = stop.clone();
+        // Without a handler Ctrl-C would kill us mid-write; a second
+        // handler (tests calling run twice) is not an error worth stopping
+        // for.
+        let _ = ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst));
+        let (sender, events) = mpsc::channel();
+        let mut watcher = notify::recommended_watcher(move |event| {
+            let _ = sender.send(event);
+        })
+        .map_err(|error| format!("cannot watch: {error}"))?;
+        watcher
+            .watch(root, RecursiveMode::Recursive)
+            .map_err(|error| format!("cannot watch {}: {error}", root.display()))?;
+        Ok(Watch {
+            _watcher: watcher,
+            events,
+            stop,
+        })
     }
-    let _ = writeln!(err, "[watch] stopped");
+
+    /// Calls `rebuild` with the changed paths once they have been quiet for
+    /// `debounce`, until Ctrl-C.
+    fn run(
+        &self,
+        debounce: Duration,
+        err: &mut dyn Write,
+        mut rebuild: impl FnMut(BTreeSet<PathBuf>, &mut dyn Write),
+    ) {
+        let mut pending: Option<Instant> = None;
+        let mut changed = BTreeSet::new();
+        while !self.stop.load(Ordering::SeqCst) {
+            match self.events.recv_timeout(Duration::from_millis(50)) {
+                Ok(Ok(event)) if relevant(&event) => {
+                    changed.extend(event.paths);
+                    pending = Some(Instant::now());
+                }
+                Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if let Some(since) = pending
+                && since.elapsed() >= debounce
+            {
+                pending = None;
+                rebuild(std::mem::take(&mut changed), err);
+            }
+        }
+        let _ = writeln!(err, "[watch] stopped");
+    }
+}
+
+/// `watch` on a layered document set (a directory or file without a
+/// Kptfile): the rendered documents go to stdout after every rebuild.
+fn watch_layered(root: &Path, debounce: Duration, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let mut session = match LayeringSession::new(&[root.to_path_buf()]) {
+        Ok(session) => session,
+        Err(error) => {
+            let _ = writeln!(err, "{}", crate::layering::format_error(&error));
+            return 1;
+        }
+    };
+    let render = |session: &mut LayeringSession, out: &mut dyn Write, err: &mut dyn Write| {
+        let started = Instant::now();
+        match session.render() {
+            Ok(rendered) => {
+                let _ = out.write_all(&rendered.output_bytes);
+                let _ = out.flush();
+                let _ = writeln!(
+                    err,
+                    "[watch] rebuilt in {} ms: {} of {} document(s) recomputed",
+                    started.elapsed().as_millis(),
+                    rendered.recomputed,
+                    rendered.documents,
+                );
+            }
+            Err(error) => {
+                let _ = writeln!(err, "{}", crate::layering::format_error(&error));
+                let _ = writeln!(err, "[watch] rebuild failed");
+            }
+        }
+    };
+    let watch = match Watch::start(root) {
+        Ok(watch) => watch,
+        Err(message) => {
+            print_report(&Report::Error(message), err);
+            return 1;
+        }
+    };
+    render(&mut session, out, err);
+    watch.run(debounce, err, |changed, err| {
+        let mut any = false;
+        for path in changed {
+            let bytes = std::fs::read(&path).ok();
+            any |= session.apply_change(&path, bytes);
+        }
+        if any {
+            render(&mut session, out, err);
+        }
+    });
     0
 }
 
@@ -124,6 +222,17 @@ impl Rebuild<'_> {
     /// run), renders and applies, then prints the summary line.
     fn run(&mut self, first: bool, out: &mut dyn Write, err: &mut dyn Write) {
         let started = Instant::now();
+        // Each rebuild holds the package lock (issue 8); while another
+        // command holds it, this rebuild is skipped.
+        let in_place = *self.output == Output::InPlace;
+        let _lock = match super::rpkg::open_for_render(self.root, in_place, err) {
+            Ok(lock) => lock,
+            Err(report) => {
+                print_report(&report, err);
+                let _ = writeln!(err, "[watch] rebuild skipped");
+                return;
+            }
+        };
         let kptfile = match hydrate::load_root(self.root) {
             Ok(kptfile) => kptfile,
             Err(error) => {

@@ -434,7 +434,12 @@ pub fn commit_new_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(
     if files.is_empty() {
         return Ok(());
     }
-    let parent = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let parent = match dir.parent() {
+        // A bare relative name (`out`) has the empty path as its parent.
+        Some(parent) if parent.as_os_str().is_empty() => PathBuf::from("."),
+        Some(parent) => parent.to_path_buf(),
+        None => PathBuf::from("/"),
+    };
     for relative in files.keys() {
         check_relative(dir, relative)?;
     }
@@ -476,8 +481,9 @@ fn stage_new_dir(
         }
         _ => LifecycleError::io(dir, &error),
     })?;
-    if let Some(parent) = dir.parent() {
-        sync_dir(parent)?;
+    match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => sync_dir(parent)?,
+        _ => sync_dir(Path::new("."))?,
     }
     Ok(())
 }

@@ -115,7 +115,7 @@ pub enum LifecycleError {
     #[error("package revision {revision} is published and immutable: {attempted}")]
     #[diagnostic(
         code(krender::lifecycle::published_immutable),
-        help("start a new draft from it with `krender rpkg draft {package} <workspace>`")
+        help("start a new draft from it with `krender rpkg draft {package} --workspace <name>`")
     )]
     PublishedImmutable {
         /// `<package>/v<N>`.
@@ -191,6 +191,13 @@ impl LifecycleError {
         LifecycleError::Io {
             path: path.into(),
             message: error.to_string(),
+        }
+    }
+    /// A [`LifecycleError::Git`] with what krender was doing.
+    pub(crate) fn git(context: impl Into<String>, error: &git2::Error) -> Self {
+        LifecycleError::Git {
+            context: context.into(),
+            message: error.message().to_owned(),
         }
     }
 }

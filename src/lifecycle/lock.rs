@@ -46,10 +46,16 @@ impl std::fmt::Display for LockHolder {
             // The holder locked the file but has not written its name yet.
             return f.write_str("another process (holder not yet recorded)");
         }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
         write!(
             f,
-            "pid {} on {} ({}) since {}",
-            self.pid, self.host, self.command, self.since
+            "pid {} on {} ({}), held for {}s",
+            self.pid,
+            self.host,
+            self.command,
+            now.saturating_sub(self.since)
         )
     }
 }

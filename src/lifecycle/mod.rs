@@ -6,6 +6,8 @@
 //!   its outcome as one atomic draft commit, with crash recovery.
 //! - [`lock`]: a try-lock per package, naming the holder on conflict and
 //!   taking over locks of dead processes.
+//! - [`rpkg`]: package revisions in git with Porch's lifecycle state
+//!   machine (`krender rpkg ...`).
 //! - [`open_package`] ties them together for a command that is about to
 //!   read and write a package: lock, then recover.
 //!
@@ -15,6 +17,7 @@
 pub mod draft;
 pub mod error;
 pub mod lock;
+pub mod rpkg;
 
 use std::path::{Path, PathBuf};
 
