@@ -684,8 +684,8 @@ fn crash_point() {
     }
 }
 
-/// The path of the staging area of the package at `root` (for tools that
-/// list what a killed run left).
+/// Every `.krender-*` entry directly in `root`, sorted: what a killed run
+/// left (or a live run's lock and stage), for tools and tests.
 pub fn leftovers(root: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(root)
         .map(|entries| {
