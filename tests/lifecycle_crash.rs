@@ -9,6 +9,10 @@
 //! and deletes files (the binary's `KRENDER_TEST_CRASH_AFTER` hook raises
 //! SIGKILL at the N-th boundary; debug builds only).
 
+// The kill tests report where their kills landed (a measurement, not an
+// assertion), on stderr, as `cargo test -- --nocapture` shows.
+#![allow(clippy::print_stderr)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -448,4 +452,50 @@ fn kill_during_output_dir_render_leaves_no_partial_dir() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     eprintln!("-o DIR kill test: 40 kills: {absent} left no directory, {complete} a complete one");
+}
+
+const CM_OLD: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n";
+const CM_NEW: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n";
+
+#[test]
+fn interrupted_commits_of_nested_packages_are_recovered_first() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let root = temp.path().join("root");
+    let sub = root.join("sub");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    let kptfile =
+        |name: &str| format!("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: {name}\n");
+    std::fs::write(root.join("Kptfile"), kptfile("root")).expect("write");
+    std::fs::write(sub.join("Kptfile"), kptfile("sub")).expect("write");
+    std::fs::write(sub.join("cm.yaml"), CM_OLD).expect("write");
+    // A render of `sub` killed after its commit point: the journal names a
+    // staged file not yet renamed into place.
+    let stage = sub.join(".krender-stage-1-1");
+    std::fs::create_dir_all(&stage).expect("mkdir");
+    std::fs::write(stage.join("cm.yaml"), CM_NEW).expect("write");
+    std::fs::write(
+        sub.join(".krender-journal"),
+        r#"{"version":1,"stage":".krender-stage-1-1","writes":["cm.yaml"],"deletes":[]}"#,
+    )
+    .expect("write");
+    // Rendering the enclosing package finishes that commit before reading.
+    let output = krender(temp.path())
+        .args(["fn", "render", "--no-cache", "-o", "stdout"])
+        .arg(&root)
+        .output()
+        .expect("run krender");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "krender: completed (1 written, 0 deleted) an interrupted commit in {}\n",
+            sub.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sub.join("cm.yaml")).expect("read"),
+        CM_NEW
+    );
+    assert!(krender::lifecycle::draft::leftovers(&sub).is_empty());
 }

@@ -212,8 +212,8 @@ fn prepare(
     }
     let writes: Vec<(&String, &Vec<u8>)> = changes.writes.iter().collect();
     stage_files(root, stage, &writes)?;
-    for dir in &stage_dirs {
-        sync_dir(dir)?;
+    for dir in with_ancestors(&stage_dirs, root) {
+        sync_dir(&dir)?;
     }
     let text = serde_json::to_vec(journal).map_err(|error| LifecycleError::Io {
         path: temp_journal.to_path_buf(),
@@ -320,9 +320,9 @@ fn roll_forward(root: &Path, journal: &Journal) -> Result<CommitSummary, Lifecyc
         }
         crash_point();
     }
-    for dir in &touched {
+    for dir in with_ancestors(&touched, root) {
         if dir.exists() {
-            sync_dir(dir)?;
+            sync_dir(&dir)?;
         }
     }
     let journal_path = root.join(JOURNAL_NAME);
@@ -470,8 +470,8 @@ fn stage_new_dir(
         }
         write_durably(&path, bytes, None)?;
     }
-    for staged_dir in &dirs {
-        sync_dir(staged_dir)?;
+    for staged_dir in with_ancestors(&dirs, stage) {
+        sync_dir(&staged_dir)?;
     }
     rename_no_replace(stage, dir).map_err(|error| match error.kind() {
         std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::DirectoryNotEmpty => {
@@ -583,6 +583,21 @@ fn check_write_target(root: &Path, relative: &str) -> Result<(), LifecycleError>
     Ok(())
 }
 
+/// `dirs` plus every directory between each of them and `top` (inclusive):
+/// a directory created by `create_dir_all` is only durable once the entry
+/// naming it, in its parent, is fsynced too.
+fn with_ancestors(dirs: &BTreeSet<PathBuf>, top: &Path) -> BTreeSet<PathBuf> {
+    let mut all = BTreeSet::new();
+    for dir in dirs {
+        for ancestor in dir.ancestors() {
+            if !ancestor.starts_with(top) || !all.insert(ancestor.to_path_buf()) {
+                break;
+            }
+        }
+    }
+    all
+}
+
 fn write_durably(
     path: &Path,
     bytes: &[u8],
@@ -684,8 +699,8 @@ fn crash_point() {
     }
 }
 
-/// The path of the staging area of the package at `root` (for tools that
-/// list what a killed run left).
+/// Every `.krender-*` entry directly in `root`, sorted: what a killed run
+/// left (or a live run's lock and stage), for tools and tests.
 pub fn leftovers(root: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(root)
         .map(|entries| {

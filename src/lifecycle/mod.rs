@@ -57,16 +57,49 @@ pub fn open_package(root: &Path, command: &str) -> Result<PackageSession, Lifecy
             probe_foreign(ancestor, &mut recovered, command)?;
         }
     }
-    let mut pending = crate::pkg::tree::direct_subpackages(root).unwrap_or_default();
-    while let Some(pkg) = pending.pop() {
+    for pkg in subpackages_with_leftovers(root) {
         probe_foreign(&pkg, &mut recovered, command)?;
-        pending.extend(crate::pkg::tree::direct_subpackages(&pkg).unwrap_or_default());
     }
     match draft::recover(root)? {
         Recovery::Clean => {}
         recovery => recovered.push((root.to_path_buf(), recovery)),
     }
     Ok(PackageSession { lock, recovered })
+}
+
+/// The subpackages (directories with a Kptfile) below `root` that hold a
+/// `.krender-*` entry: a lock, a journal or a stage. One `read_dir` per
+/// directory and no `stat` calls (the entry types come with the listing),
+/// because this runs before every render, including the warm ones that
+/// are answered in milliseconds. Symbolic links are not followed, as
+/// kpt's walk does not follow them; `.git` is skipped.
+fn subpackages_with_leftovers(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let (mut is_package, mut has_leftovers) = (false, false);
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if draft::is_reserved_name(&name) {
+                has_leftovers = true;
+                continue;
+            }
+            if name == crate::pkg::kptfile::KPTFILE_NAME {
+                is_package = true;
+            } else if name != ".git" && entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                pending.push(entry.path());
+            }
+        }
+        if is_package && has_leftovers && dir != root {
+            found.push(dir);
+        }
+    }
+    found.sort();
+    found
 }
 
 /// Checks another package directory: its live lock is a conflict, and an
