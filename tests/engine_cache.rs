@@ -232,17 +232,15 @@ fn unchanged_tree_is_answered_from_its_manifest() {
     for entry in cacache::index::ls(&manifests) {
         let key = entry.unwrap().key;
         let value = String::from_utf8(cacache::read_sync(&manifests, &key).unwrap()).unwrap();
-        let doctored = value.replace(
-            &bytes_json("Successfully executed"),
-            &bytes_json("Replayed!!!!!!!!!!!!"),
-        );
+        // Same length, so the manifest's length prefixes stay right.
+        let doctored = value.replace("Successfully executed", "Replayed!!!!!!!!!!!!!");
         assert_ne!(doctored, value);
         cacache::write_sync(&manifests, &key, doctored.as_bytes()).unwrap();
     }
     let third = in_place(&pkg);
     assert_eq!(third.status.code(), Some(0));
     let stderr = String::from_utf8(third.stderr).unwrap();
-    assert!(stderr.contains("Replayed!!!!!!!!!!!!"), "{stderr}");
+    assert!(stderr.contains("Replayed!!!!!!!!!!!!!"), "{stderr}");
     assert_eq!(snapshot(&pkg), after_second);
 
     // An edit is noticed: the render runs for real and sees the new bytes.
@@ -281,10 +279,69 @@ fn snapshot(root: &Path) -> Vec<(String, Vec<u8>)> {
     files
 }
 
-/// `text`'s bytes as serde_json writes a `Vec<u8>` (the manifest's stderr).
-fn bytes_json(text: &str) -> String {
-    serde_json::to_string(text.as_bytes())
-        .unwrap()
-        .trim_matches(['[', ']'])
-        .to_owned()
+/// An `exec:` program render.toml declares pure is run once for the same
+/// input; undeclared, it runs every time.
+#[test]
+fn exec_functions_declared_pure_are_cached() {
+    let temp = tempfile::tempdir().unwrap();
+    let calls = temp.path().join("calls.log");
+    let script = temp.path().join("upper.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho call >> {}\nsed -e s/small/SMALL/\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&script, permissions).unwrap();
+    let kptfile = format!(
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: {}\n",
+        script.display()
+    );
+    let table = temp.path().join("render.toml");
+    let cache = temp.path().join("cache");
+    let run = |pure: bool| {
+        // The manifest of the unchanged tree would answer first: drop it,
+        // so only the function cache can.
+        let _ = std::fs::remove_dir_all(krender::engine::manifest::store_dir(&cache));
+        let pkg = temp.path().join("app");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("Kptfile"), &kptfile).unwrap();
+        std::fs::write(pkg.join("config.yaml"), CONFIG_MAP).unwrap();
+        let entry = format!(
+            "[[exec]]\nprogram = \"{}\"\ncache = {pure}\n",
+            script.display()
+        );
+        std::fs::write(&table, entry).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+            .args([
+                "fn",
+                "render",
+                "--allow-exec",
+                "-o",
+                "stdout",
+                "--cache-dir",
+            ])
+            .arg(&cache)
+            .arg(&pkg)
+            .env("KRENDER_CONFIG", &table)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(stdout.contains("size: SMALL"), "{stdout}");
+        std::fs::read_to_string(&calls).unwrap().lines().count()
+    };
+    assert_eq!(run(true), 1);
+    assert_eq!(run(true), 1);
+    assert_eq!(run(false), 2);
+    assert_eq!(run(false), 3);
 }
