@@ -539,6 +539,14 @@ impl LayeringSession {
 
     fn render_inner(&self) -> Result<(Vec<u8>, usize), LayeringError> {
         let db = &self.db;
+        // Parse the files in parallel first (memoized; unchanged files are
+        // only checked), so the plan below finds them ready.
+        self.set
+            .files(db)
+            .par_iter()
+            .for_each_with(db.clone(), |db, file| {
+                let _ = parse_file(db, *file);
+            });
         let plan = layer_plan(db, self.set).as_ref().map_err(Clone::clone)?;
         // Warm each level in parallel, then read it in order: the first
         // error in level order is the batch command's error.
