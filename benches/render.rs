@@ -5,7 +5,10 @@
 //! For each size it measures, through the `krender` binary:
 //! - the floor: walk the tree, stat, read and blake3 every file;
 //! - krender with builtins (set-namespace + set-labels): cold (empty
-//!   function cache), warm (every step a cache hit) and `--no-cache`;
+//!   function cache, with its peak RSS), warm (every step a cache hit), no
+//!   change (the root's manifest replayed), `--no-cache`, and a one-leaf
+//!   edit both in a new process and in one process (a `watch` session,
+//!   with the number of pipelines it re-ran);
 //! - krender and, when `kpt` is on PATH, `kpt fn render` with two
 //!   equivalent `sed` exec functions, on the same tree.
 //!
@@ -120,16 +123,105 @@ fn floor(root: &Path) -> (Duration, usize) {
 }
 
 /// Runs a render command with `-o stdout` and returns its time and output.
-fn time_render(mut command: Command) -> (Duration, String) {
+fn time_render(command: Command) -> (Duration, String) {
+    let (elapsed, stdout, _) = time_render_rss(command);
+    (elapsed, stdout)
+}
+
+/// [`time_render`], plus the child's peak resident set size in MB (from
+/// `wait4`'s rusage, so it is this child's alone).
+fn time_render_rss(mut command: Command) -> (Duration, String, f64) {
+    use std::io::Read;
     let started = Instant::now();
-    let output = command.output().unwrap();
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout_pipe = child.stdout.take().unwrap();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stdout_pipe.read_to_end(&mut bytes).unwrap();
+        bytes
+    });
+    let error_reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stderr_pipe.read_to_end(&mut bytes).unwrap();
+        bytes
+    });
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; wait4 reaps our own
+    // child (std's handle is not waited on afterwards).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let elapsed = started.elapsed();
+    let stdout = reader.join().unwrap();
+    let stderr = error_reader.join().unwrap();
+    assert_eq!(waited, pid);
     assert!(
-        output.status.success(),
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{command:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
+        String::from_utf8_lossy(&stderr)
     );
-    (elapsed, String::from_utf8(output.stdout).unwrap())
+    let rss_mb = usage.ru_maxrss as f64 / 1024.0;
+    (elapsed, String::from_utf8(stdout).unwrap(), rss_mb)
+}
+
+/// The first Deployment file of the deepest, last package: a leaf.
+fn leaf_file(root: &Path, packages: usize) -> PathBuf {
+    package_dir(root, packages - 1).join("deployment.yaml")
+}
+
+/// Edits the leaf's first replica count (a new value each call).
+fn edit_leaf(root: &Path, packages: usize, replicas: usize) {
+    let file = leaf_file(root, packages);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let start = text.find("replicas: ").unwrap() + "replicas: ".len();
+    let end = start + text[start..].find('\n').unwrap();
+    let edited = format!("{}{replicas}{}", &text[..start], &text[end..]);
+    std::fs::write(&file, edited).unwrap();
+}
+
+/// In-process incremental render (what `krender watch` does): a session's
+/// first render, then a one-leaf edit. Returns (first, edit, pipelines run
+/// by the edit, the edit's stdout bytes).
+fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, String) {
+    use krender::engine::db::RenderContext;
+    use krender::engine::session::RenderSession;
+    use krender::hydrate::{self, Output, RenderOptions};
+    use krender::runtime::chain::{ChainOptions, image_evaluator};
+    use std::sync::Arc;
+    let context = RenderContext {
+        root: root.to_path_buf(),
+        options: RenderOptions {
+            in_place: false,
+            ..RenderOptions::default()
+        },
+        save_on_failure: false,
+        image: Arc::from(image_evaluator(&ChainOptions::default())),
+        exec: Arc::new(krender::runtime::exec::ExecEvaluator),
+    };
+    let mut session = RenderSession::new(context, None);
+    let render = |session: &mut RenderSession| {
+        let kptfile = hydrate::load_root(root).unwrap();
+        session.refresh(&kptfile);
+        let mut log = Vec::new();
+        let outcome = session.render(kptfile, &mut log);
+        let mut out = Vec::new();
+        hydrate::apply(outcome, &Output::Stdout, None, &mut out, &mut Vec::new()).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let started = Instant::now();
+    render(&mut session);
+    let first = started.elapsed();
+    edit_leaf(root, packages, 7);
+    let before = session.pipelines_run();
+    let started = Instant::now();
+    let output = render(&mut session);
+    let edit = started.elapsed();
+    (first, edit, session.pipelines_run() - before, output)
 }
 
 fn krender(root: &Path, cache: &Path, extra: &[&str]) -> Command {
@@ -219,12 +311,29 @@ fn main() {
         floor(&builtin_tree);
         let (floor_time, files) = floor(&builtin_tree);
 
-        let (cold, cold_out) = time_render(krender(&builtin_tree, &cache, &[]));
+        let (cold, cold_out, cold_rss) = time_render_rss(krender(&builtin_tree, &cache, &[]));
         check_builtins(&cold_out, packages);
+        // `-o stdout` leaves the tree alone, so the cold render already
+        // recorded the root's manifest: drop it to time the function cache.
+        let manifests = krender::engine::manifest::store_dir(&cache);
+        std::fs::remove_dir_all(&manifests).unwrap();
         let (warm, warm_out) = time_render(krender(&builtin_tree, &cache, &[]));
         assert_eq!(warm_out, cold_out, "warm render differs from cold");
+        let (no_change, no_change_out) = time_render(krender(&builtin_tree, &cache, &[]));
+        assert_eq!(no_change_out, cold_out, "manifest replay differs from cold");
         let (uncached, uncached_out) = time_render(krender(&builtin_tree, &cache, &["--no-cache"]));
         assert_eq!(uncached_out, cold_out, "--no-cache render differs");
+        // One leaf edited, a new process: only the edited path misses.
+        edit_leaf(&builtin_tree, packages, 5);
+        let (leaf_cli, leaf_cli_out) = time_render(krender(&builtin_tree, &cache, &[]));
+        assert!(leaf_cli_out.contains("replicas: 5"), "leaf edit rendered");
+        // The same in one process (watch): the session re-runs the path.
+        let (_, leaf_watch, leaf_runs, leaf_watch_out) = session_edit(&builtin_tree, packages);
+        let (_, fresh_out) = time_render(krender(&builtin_tree, &cache, &["--no-cache"]));
+        assert_eq!(
+            leaf_watch_out, fresh_out,
+            "incremental render differs from a fresh one"
+        );
 
         let (sed, sed_out) = time_render(krender(&sed_tree, &cache, &["--allow-exec"]));
         check_sed(&sed_out, packages);
@@ -247,20 +356,36 @@ fn main() {
             };
             (time, same)
         });
-        rows.push((packages, files, floor_time, cold, warm, uncached, sed, kpt));
+        rows.push(Row {
+            packages,
+            files,
+            floor_time,
+            cold,
+            cold_rss,
+            warm,
+            no_change,
+            uncached,
+            leaf_cli,
+            leaf_watch,
+            leaf_runs,
+            sed,
+            kpt,
+        });
     }
 
     println!();
     println!(
-        "| packages | files | floor (stat+read+blake3) | krender builtins cold | warm (cache hits) | warm / floor | --no-cache | krender sed exec | kpt sed exec | kpt / krender (exec) | kpt-exec / krender-builtins cold | same bytes as kpt |"
+        "| packages | files | floor (walk+read+blake3) | cold, builtins | warm, fn cache | no change (manifest) | no change / floor | leaf edit, new process | leaf edit, watch | watch edit / floor | pipelines re-run | --no-cache | peak RSS cold | krender sed exec | kpt sed exec | kpt / krender (exec) | kpt-exec / krender-builtins cold | same bytes as kpt |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|");
-    for (packages, files, floor_time, cold, warm, uncached, sed, kpt) in rows {
-        let (kpt_time, ratio_exec, ratio_builtins, same) = match kpt {
+    println!(
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"
+    );
+    for row in rows {
+        let (kpt_time, ratio_exec, ratio_builtins, same) = match row.kpt {
             Some((time, same)) => (
                 ms(time),
-                format!("{:.0}×", time.as_secs_f64() / sed.as_secs_f64()),
-                format!("{:.0}×", time.as_secs_f64() / cold.as_secs_f64()),
+                format!("{:.0}×", time.as_secs_f64() / row.sed.as_secs_f64()),
+                format!("{:.0}×", time.as_secs_f64() / row.cold.as_secs_f64()),
                 same.to_owned(),
             ),
             None => (
@@ -271,13 +396,39 @@ fn main() {
             ),
         };
         println!(
-            "| {packages} | {files} | {} | {} | {} | {:.1}× | {} | {} | {kpt_time} | {ratio_exec} | {ratio_builtins} | {same} |",
-            ms(floor_time),
-            ms(cold),
-            ms(warm),
-            warm.as_secs_f64() / floor_time.as_secs_f64(),
-            ms(uncached),
-            ms(sed),
+            "| {} | {} | {} | {} | {} | {} | {:.1}× | {} | {} | {:.1}× | {} of {} | {} | {:.0} MB | {} | {kpt_time} | {ratio_exec} | {ratio_builtins} | {same} |",
+            row.packages,
+            row.files,
+            ms(row.floor_time),
+            ms(row.cold),
+            ms(row.warm),
+            ms(row.no_change),
+            row.no_change.as_secs_f64() / row.floor_time.as_secs_f64(),
+            ms(row.leaf_cli),
+            ms(row.leaf_watch),
+            row.leaf_watch.as_secs_f64() / row.floor_time.as_secs_f64(),
+            row.leaf_runs,
+            row.packages,
+            ms(row.uncached),
+            row.cold_rss,
+            ms(row.sed),
         );
     }
+}
+
+/// One size's measurements.
+struct Row {
+    packages: usize,
+    files: usize,
+    floor_time: Duration,
+    cold: Duration,
+    cold_rss: f64,
+    warm: Duration,
+    no_change: Duration,
+    uncached: Duration,
+    leaf_cli: Duration,
+    leaf_watch: Duration,
+    leaf_runs: usize,
+    sed: Duration,
+    kpt: Option<(Duration, &'static str)>,
 }

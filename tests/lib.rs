@@ -5,6 +5,7 @@ mod builtins_porch;
 mod cli_render;
 mod engine_cache;
 mod engine_incremental;
+mod engine_warm_cold;
 mod engine_watch;
 mod krm_wire;
 mod layering_cli;

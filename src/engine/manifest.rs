@@ -99,7 +99,7 @@ impl RenderKey<'_> {
 }
 
 /// A recorded fixed-point render.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifest {
     /// The tree before (and after) the render.
     pub tree: TreeSnapshot,
@@ -128,21 +128,64 @@ pub fn lookup(dir: &Path, key: &str, tree: &TreeSnapshot) -> Option<Manifest> {
             return None;
         }
     };
-    match serde_json::from_slice::<Manifest>(&bytes) {
-        Ok(manifest) if manifest.tree == *tree => Some(manifest),
-        Ok(_) => None,
-        Err(error) => {
-            tracing::warn!(target: "krender::manifest", %error, "dropping undecodable manifest");
+    match Manifest::decode(&bytes) {
+        Some(manifest) if manifest.tree == *tree => Some(manifest),
+        Some(_) => None,
+        None => {
+            tracing::warn!(target: "krender::manifest", "dropping undecodable manifest");
             let _ = cacache::remove_sync(dir, key);
             None
         }
     }
 }
 
+/// Magic prefix of an encoded manifest.
+const MAGIC: &[u8; 4] = b"KRM1";
+
+impl Manifest {
+    /// `MAGIC`, then three length-prefixed parts: the tree as JSON, stdout
+    /// and stderr raw (a rendered tree's stdout is megabytes; JSON arrays of
+    /// numbers would cost more to read than the render they replace).
+    fn encode(&self) -> Option<Vec<u8>> {
+        let tree = serde_json::to_vec(&self.tree).ok()?;
+        let mut bytes =
+            Vec::with_capacity(4 + 24 + tree.len() + self.stdout.len() + self.stderr.len());
+        bytes.extend_from_slice(MAGIC);
+        for part in [&tree, &self.stdout, &self.stderr] {
+            bytes.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(part);
+        }
+        Some(bytes)
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Manifest> {
+        let mut rest = bytes.strip_prefix(MAGIC)?;
+        let mut parts = Vec::with_capacity(3);
+        for _ in 0..3 {
+            let (len, tail) = rest.split_first_chunk::<8>()?;
+            let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
+            if tail.len() < len {
+                return None;
+            }
+            let (part, tail) = tail.split_at(len);
+            parts.push(part);
+            rest = tail;
+        }
+        if !rest.is_empty() {
+            return None;
+        }
+        Some(Manifest {
+            tree: serde_json::from_slice(parts[0]).ok()?,
+            stdout: parts[1].to_vec(),
+            stderr: parts[2].to_vec(),
+        })
+    }
+}
+
 /// Stores `manifest` under `key` (replacing the root's previous one).
 /// Failures are logged and ignored: the manifest is only an accelerator.
 pub fn store(dir: &Path, key: &str, manifest: &Manifest) {
-    let Ok(bytes) = serde_json::to_vec(manifest) else {
+    let Some(bytes) = manifest.encode() else {
         return;
     };
     if let Err(error) = cacache::write_sync(dir, key, bytes) {

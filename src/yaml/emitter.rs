@@ -134,7 +134,7 @@ enum State {
 }
 
 /// Result of analysing a scalar's text (libyaml `scalar_data`).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct ScalarAnalysis {
     multiline: bool,
     flow_plain_allowed: bool,
@@ -1311,6 +1311,31 @@ fn analyze_scalar(value: &str) -> ScalarAnalysis {
             block_allowed: false,
         };
     }
+    // Fast path for the common word-like scalar (names, versions, paths):
+    // an alphanumeric first byte and then only alphanumerics and `-_./`
+    // cannot set any of the flags below, so every style is allowed.
+    if bytes[0].is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
+    {
+        return ScalarAnalysis {
+            multiline: false,
+            flow_plain_allowed: true,
+            block_plain_allowed: true,
+            single_quoted_allowed: true,
+            block_allowed: true,
+        };
+    }
+    analyze_scalar_fully(value)
+}
+
+/// [`analyze_scalar`] without its fast path: go-yaml's byte-by-byte scan.
+fn analyze_scalar_fully(value: &str) -> ScalarAnalysis {
+    let bytes = value.as_bytes();
+    if bytes.is_empty() {
+        return analyze_scalar(value);
+    }
     let mut block_indicators = false;
     let mut flow_indicators = false;
     let mut line_breaks = false;
@@ -1446,4 +1471,61 @@ fn analyze_scalar(value: &str) -> ScalarAnalysis {
         analysis.block_plain_allowed = false;
     }
     analysis
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{analyze_scalar, analyze_scalar_fully};
+
+    /// The fast path agrees with the full scan on word-like scalars and on
+    /// near misses (indicators, blanks, document markers, non-ASCII).
+    #[test]
+    fn scalar_analysis_fast_path_agrees() {
+        let samples = [
+            "a",
+            "web-1",
+            "registry.example.com/web:1.2.0",
+            "x.y",
+            "a_b",
+            "A9",
+            "0",
+            "1.0",
+            "true",
+            "-a",
+            "- a",
+            "a-",
+            "a.",
+            "a/",
+            "a b",
+            "a\tb",
+            "a#b",
+            "a #b",
+            "a:b",
+            "a: b",
+            "...",
+            "---",
+            "a...",
+            "a---",
+            "é",
+            "aé",
+            "a,b",
+            "a?",
+            "a\nb",
+            "a ",
+            " a",
+            "~",
+            "null",
+            "a/b/c-d_e.f",
+            "9lives",
+            "x--y",
+            "a..b",
+        ];
+        for sample in samples {
+            assert_eq!(
+                analyze_scalar(sample),
+                analyze_scalar_fully(sample),
+                "{sample:?}"
+            );
+        }
+    }
 }

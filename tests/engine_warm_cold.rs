@@ -1,0 +1,146 @@
+//! Warm renders are byte-identical to cold ones on every shared kpt
+//! conformance case: the same exit code, stderr and files when each step is
+//! answered from the function cache, and the same stdout and stderr when an
+//! unchanged tree is answered from its manifest. Passes vacuously when
+//! `../shared` is absent (a worktree without the reference material).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cases() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/kpt-fn-render");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut cases: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.join(".expected").is_dir())
+        .collect();
+    cases.sort();
+    cases
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), bytes);
+            }
+        }
+    }
+    files
+}
+
+/// stderr with durations (`in 12ms`) and the temp root removed.
+fn normalize(stderr: &[u8], root: &Path) -> String {
+    let text = String::from_utf8_lossy(stderr).replace(&root.display().to_string(), "<root>");
+    text.lines()
+        .map(|line| match line.find("\" in ") {
+            Some(at) if line.starts_with("[PASS]") || line.starts_with("[FAIL]") => &line[..at],
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn render(pkg: &Path, cache: &Path, flags: &[&str], extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "render"])
+        .arg(pkg)
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(flags)
+        .args(extra)
+        .env("KRENDER_CONFIG", cache.join("no-render.toml"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn warm_renders_match_cold_ones_on_every_shared_case() {
+    let temp = tempfile::tempdir().unwrap();
+    let mut compared = 0;
+    for case in cases() {
+        let name = case.file_name().unwrap().to_owned();
+        let config =
+            std::fs::read_to_string(case.join(".expected/config.yaml")).unwrap_or_default();
+        let mut flags = Vec::new();
+        if config.contains("allowExec: true") {
+            flags.push("--allow-exec");
+        }
+        if config.contains("disableOutputTruncate: true") {
+            flags.push("--truncate-output=false");
+        }
+        let cache = temp.path().join("cache").join(&name);
+        let mut runs = Vec::new();
+        for which in ["cold", "warm"] {
+            let root = temp.path().join(which);
+            let pkg = root.join(&name);
+            copy_dir(&case, &pkg);
+            let output = render(&pkg, &cache, &flags, &[]);
+            runs.push((
+                output.status.code(),
+                normalize(&output.stderr, &root),
+                tree(&pkg),
+            ));
+        }
+        assert_eq!(
+            runs[0],
+            runs[1],
+            "{}: warm render differs from cold",
+            case.display()
+        );
+
+        // -o stdout twice on one copy: the second is a manifest replay when
+        // every function was pure; either way the bytes must not change.
+        let root = temp.path().join("stdout");
+        let pkg = root.join(&name);
+        copy_dir(&case, &pkg);
+        let first = render(&pkg, &cache, &flags, &["-o", "stdout"]);
+        let second = render(&pkg, &cache, &flags, &["-o", "stdout"]);
+        assert_eq!(
+            first.status.code(),
+            second.status.code(),
+            "{}",
+            case.display()
+        );
+        assert_eq!(
+            first.stdout,
+            second.stdout,
+            "{}: replayed stdout differs",
+            case.display()
+        );
+        assert_eq!(
+            normalize(&first.stderr, &root),
+            normalize(&second.stderr, &root),
+            "{}: replayed stderr differs",
+            case.display()
+        );
+        compared += 1;
+    }
+    assert!(
+        compared == 0 || compared >= 60,
+        "only {compared} cases found"
+    );
+}
