@@ -278,3 +278,70 @@ fn snapshot(root: &Path) -> Vec<(String, Vec<u8>)> {
     files.sort();
     files
 }
+
+/// An `exec:` program render.toml declares pure is run once for the same
+/// input; undeclared, it runs every time.
+#[test]
+fn exec_functions_declared_pure_are_cached() {
+    let temp = tempfile::tempdir().unwrap();
+    let calls = temp.path().join("calls.log");
+    let script = temp.path().join("upper.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho call >> {}\nsed -e s/small/SMALL/\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&script, permissions).unwrap();
+    let kptfile = format!(
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: {}\n",
+        script.display()
+    );
+    let table = temp.path().join("render.toml");
+    let cache = temp.path().join("cache");
+    let run = |pure: bool| {
+        // The manifest of the unchanged tree would answer first: drop it,
+        // so only the function cache can.
+        let _ = std::fs::remove_dir_all(krender::engine::manifest::store_dir(&cache));
+        let pkg = temp.path().join("app");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("Kptfile"), &kptfile).unwrap();
+        std::fs::write(pkg.join("config.yaml"), CONFIG_MAP).unwrap();
+        let entry = format!(
+            "[[exec]]\nprogram = \"{}\"\ncache = {pure}\n",
+            script.display()
+        );
+        std::fs::write(&table, entry).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+            .args([
+                "fn",
+                "render",
+                "--allow-exec",
+                "-o",
+                "stdout",
+                "--cache-dir",
+            ])
+            .arg(&cache)
+            .arg(&pkg)
+            .env("KRENDER_CONFIG", &table)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(stdout.contains("size: SMALL"), "{stdout}");
+        std::fs::read_to_string(&calls).unwrap().lines().count()
+    };
+    assert_eq!(run(true), 1);
+    assert_eq!(run(true), 1);
+    assert_eq!(run(false), 2);
+    assert_eq!(run(false), 3);
+}

@@ -116,13 +116,9 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
     let mut out = Tee::new(out, manifest.is_some());
     let mut err = Tee::new(err, manifest.is_some());
     let outcome = session.render(kptfile, &mut err);
-    let ran_exec = outcome
-        .fn_results
-        .iter()
-        .any(|result| !result.exec.is_empty());
     match hydrate::apply(outcome, &output, results_dir.as_deref(), &mut out, &mut err) {
         Ok(()) => {
-            let pure = !ran_exec && cached.as_ref().is_some_and(|c| c.stats().uncacheable == 0);
+            let pure = cached.as_ref().is_some_and(Caches::all_pure);
             if let Some(check) = manifest
                 && pure
             {
@@ -137,18 +133,35 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
     }
 }
 
-/// The image evaluator with the function cache in front, when on.
-pub(super) type CachedImages = Arc<CachingEvaluator<Box<dyn Evaluator>>>;
+/// The evaluators with the function cache in front (when it is on), kept
+/// so callers can read their counters.
+pub(super) struct Caches {
+    image: Arc<CachingEvaluator<Box<dyn Evaluator>>>,
+    exec: Arc<CachingEvaluator<ExecEvaluator>>,
+}
 
-/// The session context for rendering `root` with `args`, and the cache (if
-/// on) so callers can read its counters.
+impl Caches {
+    /// Calls answered from the cache so far.
+    pub(super) fn hits(&self) -> u64 {
+        self.image.stats().hits + self.exec.stats().hits
+    }
+
+    /// True when every call so far was cacheable (builtins, or functions
+    /// render.toml declares pure): the render is a function of its files.
+    pub(super) fn all_pure(&self) -> bool {
+        self.image.stats().uncacheable == 0 && self.exec.stats().uncacheable == 0
+    }
+}
+
+/// The session context for rendering `root` with `args`, and the caches (if
+/// on) so callers can read their counters.
 pub(super) fn render_context(
     args: &RenderArgs,
     root: &Path,
     kptfile: &Kptfile,
     output: &Output,
     cache_dir: Option<PathBuf>,
-) -> (RenderContext, Option<CachedImages>) {
+) -> (RenderContext, Option<Caches>) {
     let options = RenderOptions {
         allow_exec: args.allow_exec,
         allow_wasm: args.allow_wasm,
@@ -163,25 +176,32 @@ pub(super) fn render_context(
     let chain_options = ChainOptions {
         image_pull_policy: args.image_pull_policy.clone(),
     };
-    let cached = cache_dir.map(|dir| {
-        Arc::new(CachingEvaluator::new(
-            image_evaluator(&chain_options),
-            dir,
-            CachePolicy::from_environment(),
-        ))
+    let caches = cache_dir.map(|dir| {
+        let policy = CachePolicy::from_environment();
+        Caches {
+            image: Arc::new(CachingEvaluator::new(
+                image_evaluator(&chain_options),
+                dir.clone(),
+                policy.clone(),
+            )),
+            exec: Arc::new(CachingEvaluator::new(ExecEvaluator, dir, policy)),
+        }
     });
-    let image: Arc<dyn Evaluator> = match &cached {
-        Some(cached) => cached.clone(),
-        None => Arc::from(image_evaluator(&chain_options)),
+    let (image, exec): (Arc<dyn Evaluator>, Arc<dyn Evaluator>) = match &caches {
+        Some(caches) => (caches.image.clone(), caches.exec.clone()),
+        None => (
+            Arc::from(image_evaluator(&chain_options)),
+            Arc::new(ExecEvaluator),
+        ),
     };
     let context = RenderContext {
         root: root.to_path_buf(),
         options,
         save_on_failure: kptfile.annotation_is_true(SAVE_ON_RENDER_FAILURE_ANNOTATION),
         image,
-        exec: Arc::new(ExecEvaluator),
+        exec,
     };
-    (context, cached)
+    (context, caches)
 }
 
 /// A stream that also keeps a copy of what went through it.

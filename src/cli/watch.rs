@@ -23,9 +23,7 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::args::WatchArgs;
-use super::render::{
-    CachedImages, output_mode, print_report, render_context, resolve_package_path,
-};
+use super::render::{Caches, output_mode, print_report, render_context, resolve_package_path};
 use crate::engine::session::RenderSession;
 use crate::hydrate::{self, Output, Report};
 use crate::layering::incremental::LayeringSession;
@@ -214,7 +212,7 @@ struct Rebuild<'a> {
     session: &'a mut RenderSession,
     root: &'a Path,
     output: &'a Output,
-    cached: Option<&'a CachedImages>,
+    cached: Option<&'a Caches>,
 }
 
 impl Rebuild<'_> {
@@ -246,7 +244,7 @@ impl Rebuild<'_> {
             return;
         }
         let runs_before = self.session.pipelines_run();
-        let hits_before = self.cached.map_or(0, |cached| cached.stats().hits);
+        let hits_before = self.cached.map_or(0, Caches::hits);
         let outcome = self.session.render(kptfile, err);
         let packages = outcome.n_packages;
         let result = hydrate::apply(outcome, self.output, None, out, err);
@@ -264,7 +262,7 @@ impl Rebuild<'_> {
             started.elapsed().as_millis(),
             self.session.pipelines_run() - runs_before,
             packages,
-            self.cached.map_or(0, |cached| cached.stats().hits) - hits_before,
+            self.cached.map_or(0, Caches::hits) - hits_before,
         );
     }
 }

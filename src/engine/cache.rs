@@ -52,22 +52,57 @@ impl CachePolicy {
     /// The evaluator identity under which `target`'s results may be cached,
     /// or `None` when the function is not known to be pure.
     pub fn identity(&self, target: FunctionTarget<'_>) -> Option<String> {
+        let table = self.table.as_ref()?;
         match target {
             FunctionTarget::Image(image) => {
-                let table = self.table.as_ref()?;
                 // The builtin evaluator serves an image only when the image
                 // name itself resolves to the routed builtin; otherwise the
-                // chain falls through to a container, which is not pure.
+                // chain falls through to a container.
                 match table.route(image) {
                     Route::Builtin(builtin) if Builtin::for_image(image) == Some(builtin) => {
                         Some(format!("builtin:{}", builtin.name()))
                     }
+                    Route::Executable(path) if table.image_is_pure(image) => {
+                        Some(format!("executable:{}", program_digest(&path)?))
+                    }
+                    Route::Container { .. } if table.image_is_pure(image) => {
+                        Some("container".to_owned())
+                    }
                     _ => None,
                 }
+            }
+            FunctionTarget::Exec(exec) if table.exec_is_pure(exec) => {
+                let program = exec.split_whitespace().next()?;
+                Some(format!(
+                    "exec:{}",
+                    program_digest(&resolve_program(program)?)?
+                ))
             }
             FunctionTarget::Exec(_) => None,
         }
     }
+}
+
+/// The program's path as the shell would find it: a path with a slash as
+/// is, else the first match on `PATH`.
+fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// `path` and the blake3 of its bytes: a rebuilt executable gets new keys.
+/// `None` when it cannot be read (then the call is not cached).
+fn program_digest(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(format!(
+        "{}@{}",
+        path.display(),
+        blake3::hash(&bytes).to_hex()
+    ))
 }
 
 /// Counters of what the cache did, for tests and `cache stats`-style output.

@@ -66,6 +66,23 @@ pub struct FunctionTable {
     /// Per-image entries.
     #[serde(default, rename = "function")]
     pub functions: Vec<FunctionEntry>,
+    /// Kptfile `exec:` programs declared pure (their results are cached).
+    #[serde(default, rename = "exec")]
+    pub execs: Vec<ExecEntry>,
+}
+
+/// `[[exec]]`: a program that Kptfile `exec:` steps run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecEntry {
+    /// The program: the first word of the step's `exec:` string, as
+    /// written there (`sed`, `./fn.sh`, `/usr/local/bin/fn`).
+    pub program: String,
+    /// True when the program is a pure function of its stdin and arguments,
+    /// so its results may be cached (keyed also by the program file's
+    /// digest).
+    #[serde(default)]
+    pub cache: bool,
 }
 
 /// `[defaults]`.
@@ -100,6 +117,10 @@ pub struct FunctionEntry {
     pub pull_policy: Option<String>,
     /// Deadline override in seconds.
     pub timeout_seconds: Option<u64>,
+    /// True when the executable and container tags are pure functions of
+    /// their input, so their results may be cached (builtins always are).
+    #[serde(default)]
+    pub cache: bool,
 }
 
 impl FunctionEntry {
@@ -184,6 +205,25 @@ impl FunctionTable {
         }
     }
 
+    /// Whether the table declares `image`'s executable or container pure.
+    pub fn image_is_pure(&self, image: &str) -> bool {
+        let (name, _) = split_image(image);
+        self.functions
+            .iter()
+            .filter(|entry| entry.accepts(name))
+            .any(|entry| entry.cache)
+    }
+
+    /// Whether the table declares the program of an `exec:` step pure.
+    pub fn exec_is_pure(&self, exec: &str) -> bool {
+        let program = exec.split_whitespace().next().unwrap_or("");
+        !program.is_empty()
+            && self
+                .execs
+                .iter()
+                .any(|entry| entry.cache && entry.program == program)
+    }
+
     /// The deadline for `image`.
     pub fn timeout(&self, image: &str) -> Duration {
         self.timeout_override(image).unwrap_or(DEFAULT_TIMEOUT)
@@ -245,6 +285,22 @@ pull_policy = "IfNotPresent"
             Route::Container { pull_policy: None }
         );
         assert_eq!(table.timeout(full), Duration::from_secs(60));
+        assert!(!table.image_is_pure(full));
+    }
+
+    #[test]
+    fn purity_is_declared_per_image_and_per_program() {
+        let table = FunctionTable::parse(
+            "[[function]]\nimage = \"example.com/fn\"\ncontainer = [\"*\"]\ncache = true\n\n[[exec]]\nprogram = \"sed\"\ncache = true\n\n[[exec]]\nprogram = \"date\"\n",
+            Path::new("render.toml"),
+        )
+        .unwrap_or_default();
+        assert!(table.image_is_pure("example.com/fn:v1"));
+        assert!(!table.image_is_pure("example.com/other:v1"));
+        assert!(table.exec_is_pure("sed -e s/a/b/"));
+        assert!(!table.exec_is_pure("date"));
+        assert!(!table.exec_is_pure("sedx"));
+        assert!(!table.exec_is_pure(""));
     }
 
     #[test]
