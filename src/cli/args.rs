@@ -114,6 +114,9 @@ pub struct RenderArgs {
     /// The persistent function-result cache.
     #[command(flatten)]
     pub cache: CacheArgs,
+    /// No progress bar (krender-only; one is drawn only on a terminal).
+    #[arg(long = "quiet", short = 'q')]
+    pub quiet: bool,
     /// Pipelines run in parallel (krender-only; default: one per core).
     #[arg(long = "jobs", short = 'j')]
     pub jobs: Option<usize>,

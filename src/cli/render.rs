@@ -112,10 +112,21 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
     };
     let (context, cached) = render_context(args, &root, &kptfile, &output, cache_dir);
     let mut session = RenderSession::new(context, args.jobs);
+    let bar = progress_bar(args.quiet);
+    if let Some(bar) = &bar {
+        let bar = bar.clone();
+        session.set_progress(Arc::new(move |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }));
+    }
     session.refresh(&kptfile);
     let mut out = Tee::new(out, manifest.is_some());
     let mut err = Tee::new(err, manifest.is_some());
     let outcome = session.render(kptfile, &mut err);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     match hydrate::apply(outcome, &output, results_dir.as_deref(), &mut out, &mut err) {
         Ok(()) => {
             let pure = cached.as_ref().is_some_and(Caches::all_pure);
@@ -131,6 +142,26 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
             1
         }
     }
+}
+
+/// A progress bar for long renders, drawn on stderr only when it is a
+/// terminal (kpt's progress lines, which go to stderr too, are printed after
+/// it is cleared) and not with `--quiet`.
+fn progress_bar(quiet: bool) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} rendering {pos}/{len} packages {elapsed}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    // Short renders finish before the first tick and never show it.
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    Some(bar)
 }
 
 /// The evaluators with the function cache in front (when it is on), kept

@@ -56,7 +56,12 @@ pub struct RenderSession {
     jobs: Option<usize>,
     /// Pipeline executions counted by [`RenderSession::new`]'s event hook.
     runs: Arc<AtomicUsize>,
+    /// Called with (packages done, packages in the tree) as the levels run.
+    progress: Option<Progress>,
 }
+
+/// A progress callback: (packages done, packages in the tree).
+pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 impl RenderSession {
     /// A session over `context.root`. `jobs` bounds the parallel pipeline
@@ -94,7 +99,14 @@ impl RenderSession {
             complete: false,
             jobs,
             runs: Arc::default(),
+            progress: None,
         }
+    }
+
+    /// Reports progress to `progress` while pipelines run (the CLI draws a
+    /// bar on a terminal; the library never prints).
+    pub fn set_progress(&mut self, progress: Progress) {
+        self.progress = Some(progress);
     }
 
     /// The input of the package at `path`, as of the last refresh.
@@ -224,12 +236,19 @@ impl RenderSession {
         // The handle moves into the closure: a session is not `Sync`, and
         // the clone is dropped before any setter runs again.
         let db = self.db.clone();
+        let progress = self.progress.clone();
+        let total = self.packages.len();
+        let done = AtomicUsize::new(0);
         let run_levels = move || {
             for level in &source_levels {
                 level.par_iter().for_each_with(db.clone(), |db, source| {
                     salsa::attach_allow_change(db, || {
                         rendered_package(db, *source);
                     });
+                    let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if let Some(progress) = &progress {
+                        progress(finished, total);
+                    }
                 });
             }
         };
