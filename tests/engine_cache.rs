@@ -80,20 +80,7 @@ fn render(pkg: &Path, cache: &Path, extra: &[&str]) -> Output {
 
 /// Every index file's bytes, to show a warm render wrote nothing.
 fn index_snapshot(cache: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut stack = vec![cache.join("index-v5")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.push((path.display().to_string(), std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    files.sort();
-    files
+    snapshot(&cache.join("index-v5"))
 }
 
 #[test]

@@ -188,20 +188,14 @@ pub fn run_package(
     runtimes: Runtimes<'_>,
 ) -> PackageRun {
     let mut log = Vec::new();
-    let mut hydrator = Hydrator {
-        root: root.to_path_buf(),
+    let mut hydrator = Hydrator::new(
+        root,
         options,
         runtimes,
-        printer: Printer::new(&mut log, options.truncate_output),
+        &mut log,
         save_on_failure,
-        input_files: BTreeSet::new(),
-        mutation_steps: Vec::new(),
-        validation_steps: Vec::new(),
-        fn_results: Vec::new(),
-        executed: 0,
-        n_packages: 0,
-        precomputed: BTreeMap::new(),
-    };
+        BTreeMap::new(),
+    );
     let node = PkgNode {
         path: pkg.to_path_buf(),
         kptfile: kptfile.clone(),
@@ -270,20 +264,8 @@ pub fn hydrate_with(
     let save_on_failure =
         root_kptfile.annotation_is_true(kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION);
     let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
-    let mut hydrator = Hydrator {
-        root: root.to_path_buf(),
-        options,
-        runtimes,
-        printer: Printer::new(log, options.truncate_output),
-        save_on_failure,
-        input_files: BTreeSet::new(),
-        mutation_steps: Vec::new(),
-        validation_steps: Vec::new(),
-        fn_results: Vec::new(),
-        executed: 0,
-        n_packages: 0,
-        precomputed: if bfs { BTreeMap::new() } else { precomputed },
-    };
+    let precomputed = if bfs { BTreeMap::new() } else { precomputed };
+    let mut hydrator = Hydrator::new(root, options, runtimes, log, save_on_failure, precomputed);
     let node = PkgNode {
         path: root.to_path_buf(),
         kptfile: root_kptfile,
@@ -324,6 +306,30 @@ struct StepFailure {
 }
 
 impl<'a, 'w> Hydrator<'a, 'w> {
+    fn new(
+        root: &Path,
+        options: &'a RenderOptions,
+        runtimes: Runtimes<'a>,
+        log: &'w mut dyn Write,
+        save_on_failure: bool,
+        precomputed: BTreeMap<PathBuf, PackageRun>,
+    ) -> Hydrator<'a, 'w> {
+        Hydrator {
+            root: root.to_path_buf(),
+            options,
+            runtimes,
+            printer: Printer::new(log, options.truncate_output),
+            save_on_failure,
+            input_files: BTreeSet::new(),
+            mutation_steps: Vec::new(),
+            validation_steps: Vec::new(),
+            fn_results: Vec::new(),
+            executed: 0,
+            n_packages: 0,
+            precomputed,
+        }
+    }
+
     fn display(&self, pkg: &Path) -> String {
         tree::display_path(&self.root, pkg)
     }
