@@ -200,3 +200,31 @@ fn of_many_simultaneous_renders_exactly_one_runs() {
     }
     assert!(!pkg.join(".krender-lock").exists());
 }
+
+/// Like [`command`], rendering to stdout (a reader).
+fn spawn_reader(pkg: &Path) -> Child {
+    command(pkg).args(["-o", "stdout"]).spawn().unwrap()
+}
+
+#[test]
+fn readers_share_the_package_and_exclude_a_writer() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = slow_package(temp.path(), "app", "2");
+    let first = spawn_reader(&pkg);
+    wait_for_lock(&pkg);
+    let second = spawn_reader(&pkg);
+    // An in-place render must wait for the readers: it fails at once.
+    let writer = run(&pkg);
+    assert_eq!(writer.status.code(), Some(1));
+    assert!(
+        stderr(&writer).contains(" is locked by pid "),
+        "{}",
+        stderr(&writer)
+    );
+    for child in [first, second] {
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert!(String::from_utf8_lossy(&output.stdout).contains("kind: ConfigMap"));
+    }
+    assert!(!pkg.join(".krender-lock").exists());
+}

@@ -156,6 +156,14 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
 /// Runs `fn source DIR`: prints the package tree as a ResourceList.
 pub(super) fn source(args: &SourceArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let root = absolute(args.dir.as_deref().unwrap_or(Path::new(".")));
+    // Lifecycle (issue 8): recover an interrupted commit before reading.
+    let _session = match super::rpkg::open_for_render(&root, false, err) {
+        Ok(session) => session,
+        Err(report) => {
+            print_report(&report, err);
+            return 1;
+        }
+    };
     match crate::hydrate::apply::source_resources(&root) {
         Ok(resources) => {
             let _ = out.write_all(bridge::resource_list_text(&resources).as_bytes());
@@ -175,8 +183,17 @@ pub(super) fn sink(args: &SinkArgs, err: &mut dyn Write) -> i32 {
         print_report(&Report::Error(error.to_string()), err);
         return 1;
     }
+    let dir = absolute(&args.dir);
+    // Lifecycle (issue 8): an existing package is locked and recovered first.
+    let _session = match super::rpkg::open_for_render(&dir, true, err) {
+        Ok(session) => session,
+        Err(report) => {
+            print_report(&report, err);
+            return 1;
+        }
+    };
     let result = bridge::parse_resource_list(&input)
-        .and_then(|items| crate::hydrate::apply::write_package(&absolute(&args.dir), &items));
+        .and_then(|items| crate::hydrate::apply::write_package(&dir, &items));
     match result {
         Ok(()) => 0,
         Err(message) => {

@@ -10,10 +10,10 @@ use crate::hydrate::Report;
 use crate::lifecycle::rpkg::{
     Files, PackageRepo, initial_kptfile, read_dir_files, render_in_place,
 };
-use crate::lifecycle::{self, LifecycleError, PackageSession, Recovery};
+use crate::lifecycle::{self, LifecycleError, LockMode, PackageSession, Recovery};
 
-/// Locks the package a render reads (and, in place, writes) and recovers
-/// interrupted commits first. A render that only reads (`-o ...`) of a
+/// Locks the package a render reads (shared: other readers may run) or
+/// writes in place (exclusive), recovering interrupted commits first. A render that only reads (`-o ...`) of a
 /// package krender cannot lock (a read-only directory) still runs,
 /// unlocked; a package held by a live process is always a conflict.
 pub(super) fn open_for_render(
@@ -26,7 +26,12 @@ pub(super) fn open_for_render(
         return Ok(None);
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    match lifecycle::open_package(root, &command) {
+    let mode = if in_place {
+        LockMode::Exclusive
+    } else {
+        LockMode::Shared
+    };
+    match lifecycle::open_package_mode(root, &command, mode) {
         Ok(session) => {
             for (dir, recovery) in &session.recovered {
                 let what = match recovery {

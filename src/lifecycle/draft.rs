@@ -234,8 +234,8 @@ fn prepare(
             LifecycleError::io(&journal_path, &error)
         }
     })?;
-    sync_dir(root)?;
-    crash_point();
+    // Past the commit point: whatever fails from here on leaves the journal
+    // for recovery to finish, so nothing below belongs to `prepare`.
     Ok(())
 }
 
@@ -287,6 +287,10 @@ fn stage_files(
 
 /// Step 3, idempotent: also what recovery runs for a found journal.
 fn roll_forward(root: &Path, journal: &Journal) -> Result<CommitSummary, LifecycleError> {
+    // The journal's directory entry is durable before anything it names
+    // moves.
+    sync_dir(root)?;
+    crash_point();
     let stage = root.join(&journal.stage);
     let mut touched = BTreeSet::new();
     let mut summary = CommitSummary::default();

@@ -2,9 +2,11 @@
 //! render fails at once, naming the holder), and automatic take-over of a
 //! lock left by a dead process.
 //!
-//! Design: the lock is `flock(LOCK_EX | LOCK_NB)` on `<pkg>/.krender-lock`,
-//! and the file's content (JSON: pid, host, command, start time) only says
-//! who holds it. The kernel drops an flock when its holder dies, `kill -9`
+//! Design: the lock is `flock(LOCK_EX | LOCK_NB)` on `<pkg>/.krender-lock`
+//! for writers and `flock(LOCK_SH | LOCK_NB)` for readers (renders to
+//! stdout and `fn source` run side by side; a writer excludes them), and
+//! the file's content (JSON lines: pid, host, command, start time) only
+//! says who holds it. The kernel drops an flock when its holder dies, `kill -9`
 //! included, so "is the holder alive?" needs no pid probing (which pid
 //! reuse and pid namespaces would make unreliable): if the flock is free,
 //! any holder named in the file is dead and is taken over. The holder
@@ -44,7 +46,7 @@ impl std::fmt::Display for LockHolder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.pid == 0 {
             // The holder locked the file but has not written its name yet.
-            return f.write_str("another process (holder not yet recorded)");
+            return f.write_str("another krender process (not recorded yet)");
         }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -74,20 +76,50 @@ impl LockHolder {
     }
 }
 
-/// A held package lock; dropping it releases the lock and removes the file.
+/// How a command holds a package.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockMode {
+    /// A writer (in-place render, sink, watch in place): no one else.
+    Exclusive,
+    /// A reader (`-o stdout`, `fn source`): other readers are welcome,
+    /// writers are not.
+    Shared,
+}
+
+/// A held package lock; dropping it releases the lock and, when no one
+/// else holds it, removes the file.
 #[derive(Debug)]
 pub struct PackageLock {
     path: PathBuf,
     file: File,
+    mode: LockMode,
     /// The dead holder whose stale lock was taken over, if any.
     pub took_over: Option<LockHolder>,
 }
 
 impl PackageLock {
-    /// Takes the lock of the package at `pkg` for `command`, or fails at
-    /// once with [`LifecycleError::Locked`] naming the live holder.
+    /// Takes the exclusive lock of the package at `pkg` for `command`, or
+    /// fails at once with [`LifecycleError::Locked`] naming the holder.
     pub fn try_acquire(pkg: &Path, command: &str) -> Result<PackageLock, LifecycleError> {
+        PackageLock::try_acquire_mode(pkg, command, LockMode::Exclusive)
+    }
+
+    /// Takes the package lock in `mode`, without waiting.
+    ///
+    /// The file holds one JSON line per holder: a writer replaces the
+    /// content with its line, readers append theirs (`O_APPEND`, so
+    /// concurrent readers do not overwrite each other). A conflict names
+    /// the last holder recorded.
+    pub fn try_acquire_mode(
+        pkg: &Path,
+        command: &str,
+        mode: LockMode,
+    ) -> Result<PackageLock, LifecycleError> {
         let path = pkg.join(LOCK_FILE_NAME);
+        let operation = match mode {
+            LockMode::Exclusive => libc::LOCK_EX,
+            LockMode::Shared => libc::LOCK_SH,
+        };
         // A few rounds cover the unlink race described in the module doc;
         // each round only repeats when the holder released meanwhile.
         for _ in 0..16 {
@@ -99,7 +131,7 @@ impl PackageLock {
                 .open(&path)
                 .map_err(|error| LifecycleError::io(&path, &error))?;
             // SAFETY: flock on a descriptor we own; no memory is involved.
-            let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            let locked = unsafe { libc::flock(file.as_raw_fd(), operation | libc::LOCK_NB) };
             if locked != 0 {
                 let error = std::io::Error::last_os_error();
                 if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
@@ -119,16 +151,31 @@ impl PackageLock {
             if !same_inode(&file, &path) {
                 continue;
             }
-            let took_over = read_holder(&mut file);
             let holder = LockHolder::current(command);
-            let text = serde_json::to_string(&holder).unwrap_or_default();
-            file.set_len(0)
-                .and_then(|()| file.rewind())
-                .and_then(|()| file.write_all(text.as_bytes()))
-                .map_err(|error| LifecycleError::io(&path, &error))?;
+            let line = serde_json::to_string(&holder).unwrap_or_default() + "\n";
+            let took_over = match mode {
+                LockMode::Exclusive => {
+                    // Holding it exclusively, any recorded holder is dead.
+                    let took_over = read_holder(&mut file);
+                    file.set_len(0)
+                        .and_then(|()| file.rewind())
+                        .and_then(|()| file.write_all(line.as_bytes()))
+                        .map_err(|error| LifecycleError::io(&path, &error))?;
+                    took_over
+                }
+                LockMode::Shared => {
+                    std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(&path)
+                        .and_then(|mut appender| appender.write_all(line.as_bytes()))
+                        .map_err(|error| LifecycleError::io(&path, &error))?;
+                    None
+                }
+            };
             return Ok(PackageLock {
                 path,
                 file,
+                mode,
                 took_over,
             });
         }
@@ -142,13 +189,23 @@ impl PackageLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The mode it is held in.
+    pub fn mode(&self) -> LockMode {
+        self.mode
+    }
 }
 
 impl Drop for PackageLock {
     fn drop(&mut self) {
-        // Unlink while still holding the flock, so nobody can lock the
-        // inode in between; only the holder ever unlinks.
-        if same_inode(&self.file, &self.path) {
+        // Unlink only while holding the lock exclusively, so nobody can
+        // lock the inode in between; a reader tries to become the exclusive
+        // holder first and leaves the file to the other readers if it
+        // cannot (the last one out removes it).
+        let exclusive = self.mode == LockMode::Exclusive
+            // SAFETY: as in `try_acquire_mode`.
+            || unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        if exclusive && same_inode(&self.file, &self.path) {
             let _ = std::fs::remove_file(&self.path);
         }
         // Closing the descriptor (when `file` drops) releases the flock.
@@ -163,11 +220,14 @@ fn same_inode(file: &File, path: &Path) -> bool {
     }
 }
 
+/// The last holder recorded in the lock file.
 fn read_holder(file: &mut File) -> Option<LockHolder> {
     let mut text = String::new();
     file.rewind().ok()?;
     file.read_to_string(&mut text).ok()?;
-    serde_json::from_str(&text).ok()
+    text.lines()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
 }
 
 /// The lock holder recorded at `pkg`, if a lock file exists and is held by a

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 pub use draft::{Changes, CommitSummary, Recovery};
 pub use error::LifecycleError;
-pub use lock::{LockHolder, PackageLock};
+pub use lock::{LockHolder, LockMode, PackageLock};
 
 /// A package opened by a command that reads and writes it: the held lock
 /// and what recovery found. Dropping it releases the lock.
@@ -36,33 +36,54 @@ pub struct PackageSession {
     pub recovered: Vec<(PathBuf, Recovery)>,
 }
 
-/// Opens the package tree at `root` for `command`: takes its lock (failing
-/// at once if a live process holds it), checks that no live process holds
-/// the lock of an enclosing package or of a subpackage (whose renders
-/// write the same files), and recovers interrupted commits of the package,
-/// of its subpackages and of enclosing packages (whose journals may name
-/// files in this tree).
+/// Opens the package tree at `root` for `command` as a writer: see
+/// [`open_package_mode`].
+pub fn open_package(root: &Path, command: &str) -> Result<PackageSession, LifecycleError> {
+    open_package_mode(root, command, LockMode::Exclusive)
+}
+
+/// Opens the package tree at `root` for `command`: takes its lock in `mode`
+/// (failing at once if a live process holds it in a conflicting mode),
+/// checks the same for the locks of enclosing packages and subpackages
+/// (whose renders write the same files), and recovers interrupted commits
+/// of the package, of its subpackages and of enclosing packages (whose
+/// journals may name files in this tree). Recovery writes, so it runs
+/// under an exclusive lock even for a reader.
 ///
 /// Conflicts between nested packages are found without a race: each
 /// command takes its own lock *before* probing the others', so of two
 /// overlapping commands at least one sees the other.
-pub fn open_package(root: &Path, command: &str) -> Result<PackageSession, LifecycleError> {
-    let lock = PackageLock::try_acquire(root, command)?;
+pub fn open_package_mode(
+    root: &Path,
+    command: &str,
+    mode: LockMode,
+) -> Result<PackageSession, LifecycleError> {
     let mut recovered = Vec::new();
+    if mode == LockMode::Shared && draft::needs_recovery(root) {
+        let writer = PackageLock::try_acquire(root, command)?;
+        match draft::recover(root)? {
+            Recovery::Clean => {}
+            recovery => recovered.push((root.to_path_buf(), recovery)),
+        }
+        drop(writer);
+    }
+    let lock = PackageLock::try_acquire_mode(root, command, mode)?;
     for ancestor in root.ancestors().skip(1) {
         // Only a stat per level: enclosing directories can be big (`/tmp`),
         // and only a journal or a lock there can concern this tree.
         let journal = ancestor.join(draft::JOURNAL_NAME).exists();
         if journal || ancestor.join(lock::LOCK_FILE_NAME).exists() {
-            probe_foreign(ancestor, &mut recovered, command)?;
+            probe_foreign(ancestor, &mut recovered, command, mode)?;
         }
     }
     for pkg in subpackages_with_leftovers(root) {
-        probe_foreign(&pkg, &mut recovered, command)?;
+        probe_foreign(&pkg, &mut recovered, command, mode)?;
     }
-    match draft::recover(root)? {
-        Recovery::Clean => {}
-        recovery => recovered.push((root.to_path_buf(), recovery)),
+    if mode == LockMode::Exclusive {
+        match draft::recover(root)? {
+            Recovery::Clean => {}
+            recovery => recovered.push((root.to_path_buf(), recovery)),
+        }
     }
     Ok(PackageSession { lock, recovered })
 }
@@ -102,22 +123,25 @@ fn subpackages_with_leftovers(root: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// Checks another package directory: its live lock is a conflict, and an
-/// interrupted commit there is recovered under its lock.
+/// Checks another package directory: its live lock in a conflicting mode
+/// is a conflict, and an interrupted commit there is recovered under its
+/// exclusive lock.
 fn probe_foreign(
     dir: &Path,
     recovered: &mut Vec<(PathBuf, Recovery)>,
     command: &str,
+    mode: LockMode,
 ) -> Result<(), LifecycleError> {
-    let has_lock = dir.join(lock::LOCK_FILE_NAME).exists();
-    if !has_lock && !draft::needs_recovery(dir) {
-        return Ok(());
+    if draft::needs_recovery(dir) {
+        let writer = PackageLock::try_acquire(dir, command)?;
+        match draft::recover(dir)? {
+            Recovery::Clean => {}
+            recovery => recovered.push((dir.to_path_buf(), recovery)),
+        }
+        drop(writer);
     }
-    let foreign = PackageLock::try_acquire(dir, command)?;
-    match draft::recover(dir)? {
-        Recovery::Clean => {}
-        recovery => recovered.push((dir.to_path_buf(), recovery)),
+    if dir.join(lock::LOCK_FILE_NAME).exists() {
+        drop(PackageLock::try_acquire_mode(dir, command, mode)?);
     }
-    drop(foreign);
     Ok(())
 }
