@@ -169,21 +169,43 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
         }
     }
     let plan = render::plan(&inputs)?;
-    let mut created: Vec<Option<LayerDoc<'db>>> = vec![None; plan.documents.len()];
-    let mut levels = Vec::with_capacity(plan.levels.len());
+    let is_output: Vec<bool> = (0..plan.documents.len())
+        .map(|index| {
+            plan.documents.get(index).is_some_and(|document| {
+                !document.is_control
+                    && !document.is_abstract
+                    && plan
+                        .family
+                        .replaced_by
+                        .get(index)
+                        .copied()
+                        .flatten()
+                        .is_none()
+            })
+        })
+        .collect();
+    let render::Plan {
+        documents,
+        family,
+        sources: source_index,
+        levels: plan_levels,
+    } = plan;
+    // Moved out one by one as their LayerDocs are created (no copies).
+    let mut documents: Vec<Option<Document>> = documents.into_iter().map(Some).collect();
+    let mut created: Vec<Option<LayerDoc<'db>>> = vec![None; documents.len()];
+    let mut levels = Vec::with_capacity(plan_levels.len());
     // Parents and sources sit in earlier levels, so they exist by the time
     // a document that points at them is created.
-    for level in &plan.levels {
+    for level in &plan_levels {
         let mut docs = Vec::with_capacity(level.len());
         for &index in level {
-            let Some(document) = plan.documents.get(index) else {
+            let Some(mut document) = documents.get_mut(index).and_then(Option::take) else {
                 continue;
             };
             let Some(node) = nodes.get(document.input) else {
                 continue;
             };
-            let parent = plan
-                .family
+            let parent = family
                 .effective_parent(index)
                 .and_then(|parent| created.get(parent).copied().flatten());
             let mut sources: Vec<((String, String), LayerDoc<'db>)> = document
@@ -194,7 +216,7 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
                         substitution.src.schema.clone(),
                         substitution.src.name.clone(),
                     );
-                    let &source = plan.sources.get(&key)?;
+                    let &source = source_index.get(&key)?;
                     let doc = created.get(source).copied().flatten()?;
                     Some((key, doc))
                 })
@@ -209,7 +231,6 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
             // The position in the whole set is irrelevant here (the node is
             // kept instead) and would make every document after an added
             // one look changed.
-            let mut document = document.clone();
             document.input = 0;
             let doc = LayerDoc::new(
                 db,
@@ -226,29 +247,12 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
         }
         levels.push(docs);
     }
-    let mut outputs = Vec::new();
-    for level in &plan.levels {
-        for &index in level {
-            let Some(document) = plan.documents.get(index) else {
-                continue;
-            };
-            if document.is_control
-                || document.is_abstract
-                || plan
-                    .family
-                    .replaced_by
-                    .get(index)
-                    .copied()
-                    .flatten()
-                    .is_some()
-            {
-                continue;
-            }
-            if let Some(doc) = created.get(index).copied().flatten() {
-                outputs.push(doc);
-            }
-        }
-    }
+    let outputs = plan_levels
+        .iter()
+        .flatten()
+        .filter(|&&index| is_output.get(index).copied().unwrap_or(false))
+        .filter_map(|&index| created.get(index).copied().flatten())
+        .collect();
     Ok(LayerPlan { levels, outputs })
 }
 
@@ -535,6 +539,14 @@ impl LayeringSession {
 
     fn render_inner(&self) -> Result<(Vec<u8>, usize), LayeringError> {
         let db = &self.db;
+        // Parse the files in parallel first (memoized; unchanged files are
+        // only checked), so the plan below finds them ready.
+        self.set
+            .files(db)
+            .par_iter()
+            .for_each_with(db.clone(), |db, file| {
+                let _ = parse_file(db, *file);
+            });
         let plan = layer_plan(db, self.set).as_ref().map_err(Clone::clone)?;
         // Warm each level in parallel, then read it in order: the first
         // error in level order is the batch command's error.

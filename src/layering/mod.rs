@@ -28,6 +28,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 pub use document::InputDocument;
 pub use error::LayeringError;
 pub use incremental::{LayerRender, LayeringSession};
@@ -129,14 +131,23 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<LoadedDocument>, LayeringErro
     for path in paths {
         collect_files(path, &mut files)?;
     }
+    // Files are read and parsed in parallel; results are joined in file
+    // order and the first error in file order wins, as a sequential loop
+    // would report it.
+    let per_file: Vec<Result<Vec<LoadedDocument>, LayeringError>> = files
+        .par_iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(file).map_err(|error| LayeringError::Read {
+                path: file.display().to_string(),
+                message: error.to_string(),
+            })?;
+            let display: Arc<str> = Arc::from(file.display().to_string());
+            load_text(&text, &display)
+        })
+        .collect();
     let mut loaded = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).map_err(|error| LayeringError::Read {
-            path: file.display().to_string(),
-            message: error.to_string(),
-        })?;
-        let display: Arc<str> = Arc::from(file.display().to_string());
-        loaded.extend(load_text(&text, &display)?);
+    for documents in per_file {
+        loaded.extend(documents?);
     }
     Ok(loaded)
 }
