@@ -135,6 +135,15 @@ fn lock_of_a_killed_render_is_taken_over() {
     .unwrap();
     let second = run(&pkg);
     assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert!(
+        stderr(&second).starts_with(&format!(
+            "krender: took over the lock of {} from pid {} (",
+            pkg.display(),
+            first.id()
+        )),
+        "{}",
+        stderr(&second)
+    );
     assert!(!pkg.join(".krender-lock").exists());
 }
 

@@ -33,6 +33,15 @@ pub(super) fn open_for_render(
     };
     match lifecycle::open_package_mode(root, &command, mode) {
         Ok(session) => {
+            if let Some(dead) = &session.lock.took_over {
+                let _ = writeln!(
+                    err,
+                    "krender: took over the lock of {} from pid {} ({}), which is gone",
+                    root.display(),
+                    dead.pid,
+                    dead.command
+                );
+            }
             for (dir, recovery) in &session.recovered {
                 let what = match recovery {
                     Recovery::Clean => continue,

@@ -277,6 +277,23 @@ mod tests {
     }
 
     #[test]
+    fn readers_share_and_the_last_one_out_removes_the_file() {
+        let temp = tempfile::tempdir().unwrap();
+        let first = PackageLock::try_acquire_mode(temp.path(), "r1", LockMode::Shared).unwrap();
+        let second = PackageLock::try_acquire_mode(temp.path(), "r2", LockMode::Shared).unwrap();
+        let error = PackageLock::try_acquire(temp.path(), "w").unwrap_err();
+        assert!(error.to_string().contains("(r2)"), "{error}");
+        drop(first);
+        assert!(temp.path().join(LOCK_FILE_NAME).exists());
+        assert!(PackageLock::try_acquire(temp.path(), "w").is_err());
+        drop(second);
+        assert!(!temp.path().join(LOCK_FILE_NAME).exists());
+        let writer = PackageLock::try_acquire(temp.path(), "w").unwrap();
+        assert!(PackageLock::try_acquire_mode(temp.path(), "r3", LockMode::Shared).is_err());
+        drop(writer);
+    }
+
+    #[test]
     fn stale_lock_file_is_taken_over() {
         let temp = tempfile::tempdir().unwrap();
         let dead = LockHolder {
