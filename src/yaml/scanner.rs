@@ -969,28 +969,10 @@ impl<'a> Scanner<'a> {
             }
             // Tabs are allowed in flow context and after the start of a line
             // where no simple key may start.
-            loop {
-                // A run of spaces (indentation) in one step: a space never
-                // resets `newlines` and is one character wide.
-                let spaces = self
-                    .buf
-                    .get(self.pos..)
-                    .unwrap_or(&[])
-                    .iter()
-                    .take_while(|&&b| b == b' ')
-                    .count();
-                if spaces > 0 {
-                    let count = i64::try_from(spaces).unwrap_or(i64::MAX);
-                    self.pos += spaces;
-                    self.mark.index += count;
-                    self.mark.column += count;
-                    self.mark.offset = self.pos.min(self.buf.len());
-                }
-                if (self.flow_level > 0 || !self.simple_key_allowed) && self.at(0) == b'\t' {
-                    self.skip();
-                    continue;
-                }
-                break;
+            while self.at(0) == b' '
+                || ((self.flow_level > 0 || !self.simple_key_allowed) && self.at(0) == b'\t')
+            {
+                self.skip();
             }
 
             // A line comment right after a lone '-' that starts a sequence
