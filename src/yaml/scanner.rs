@@ -1790,16 +1790,16 @@ impl<'a> Scanner<'a> {
                     if trailing_breaks.is_empty() {
                         s.push(' ');
                     } else {
-                        s.push_str(trailing_breaks);
+                        s.push_str(&trailing_breaks);
                     }
                 } else {
-                    s.push_str(leading_break);
-                    s.push_str(trailing_breaks);
+                    s.push_str(&leading_break);
+                    s.push_str(&trailing_breaks);
                 }
                 trailing_breaks.clear();
                 leading_break.clear();
             } else {
-                s.push_str(whitespaces);
+                s.push_str(&whitespaces);
                 whitespaces.clear();
             }
         }
@@ -1862,17 +1862,17 @@ impl<'a> Scanner<'a> {
                             if trailing_breaks.is_empty() {
                                 s.push(' ');
                             } else {
-                                s.push_str(trailing_breaks);
+                                s.push_str(&trailing_breaks);
                             }
                         } else {
-                            s.push_str(leading_break);
-                            s.push_str(trailing_breaks);
+                            s.push_str(&leading_break);
+                            s.push_str(&trailing_breaks);
                         }
                         trailing_breaks.clear();
                         leading_break.clear();
                         leading_blanks = false;
                     } else {
-                        s.push_str(whitespaces);
+                        s.push_str(&whitespaces);
                         whitespaces.clear();
                     }
                 }
