@@ -198,26 +198,6 @@ pub(crate) struct Scanner<'a> {
     pub(crate) comments_head: usize,
 
     error: Option<RawError>,
-    /// Reused buffers for the scalar scanners' pending breaks and blanks:
-    /// almost every plain scalar ends at a line break, and allocating a
-    /// fresh string for it each time was a large part of scanning.
-    scratch: Scratch,
-}
-
-/// See [`Scanner::scratch`]; empty between uses.
-#[derive(Default)]
-struct Scratch {
-    leading_break: String,
-    trailing_breaks: String,
-    whitespaces: String,
-}
-
-impl Scratch {
-    fn clear(&mut self) {
-        self.leading_break.clear();
-        self.trailing_breaks.clear();
-        self.whitespaces.clear();
-    }
 }
 
 fn width(b: u8) -> usize {
@@ -284,7 +264,6 @@ impl<'a> Scanner<'a> {
             comments: Vec::new(),
             comments_head: 0,
             error: None,
-            scratch: Scratch::default(),
         }
     }
 
@@ -1658,27 +1637,13 @@ impl<'a> Scanner<'a> {
     }
 
     fn scan_flow_scalar(&mut self, single: bool) -> Result<Token, RawError> {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let result = self.scan_flow_scalar_with(single, &mut scratch);
-        scratch.clear();
-        self.scratch = scratch;
-        result
-    }
-
-    fn scan_flow_scalar_with(
-        &mut self,
-        single: bool,
-        scratch: &mut Scratch,
-    ) -> Result<Token, RawError> {
         let start = self.mark;
         self.skip();
 
         let mut s = String::new();
-        let Scratch {
-            leading_break,
-            trailing_breaks,
-            whitespaces,
-        } = scratch;
+        let mut leading_break = String::new();
+        let mut trailing_breaks = String::new();
+        let mut whitespaces = String::new();
         loop {
             if self.mark.column == 0
                 && ((self.at(0) == b'-' && self.at(1) == b'-' && self.at(2) == b'-')
@@ -1774,14 +1739,14 @@ impl<'a> Scanner<'a> {
                     if leading_blanks {
                         self.skip();
                     } else {
-                        self.read(whitespaces);
+                        self.read(&mut whitespaces);
                     }
                 } else if !leading_blanks {
                     whitespaces.clear();
-                    self.read_line(leading_break);
+                    self.read_line(&mut leading_break);
                     leading_blanks = true;
                 } else {
-                    self.read_line(trailing_breaks);
+                    self.read_line(&mut trailing_breaks);
                 }
             }
 
@@ -1817,20 +1782,10 @@ impl<'a> Scanner<'a> {
     }
 
     fn scan_plain_scalar(&mut self) -> Result<Token, RawError> {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let result = self.scan_plain_scalar_with(&mut scratch);
-        scratch.clear();
-        self.scratch = scratch;
-        result
-    }
-
-    fn scan_plain_scalar_with(&mut self, scratch: &mut Scratch) -> Result<Token, RawError> {
         let mut s = String::new();
-        let Scratch {
-            leading_break,
-            trailing_breaks,
-            whitespaces,
-        } = scratch;
+        let mut leading_break = String::new();
+        let mut trailing_breaks = String::new();
+        let mut whitespaces = String::new();
         let mut leading_blanks = false;
         let indent = self.indent + 1;
 
@@ -1915,14 +1870,14 @@ impl<'a> Scanner<'a> {
                     if leading_blanks {
                         self.skip();
                     } else {
-                        self.read(whitespaces);
+                        self.read(&mut whitespaces);
                     }
                 } else if !leading_blanks {
                     whitespaces.clear();
-                    self.read_line(leading_break);
+                    self.read_line(&mut leading_break);
                     leading_blanks = true;
                 } else {
-                    self.read_line(trailing_breaks);
+                    self.read_line(&mut trailing_breaks);
                 }
             }
 
