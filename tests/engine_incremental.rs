@@ -67,7 +67,11 @@ fn session(root: &Path, events: Option<Events>) -> RenderSession {
             }
         }) as Box<dyn Fn(salsa::Event) + Send + Sync>
     });
-    let context = RenderContext {
+    RenderSession::with_db(RenderDb::new(context(root), callback), Some(2))
+}
+
+fn context(root: &Path) -> RenderContext {
+    RenderContext {
         root: root.to_path_buf(),
         options: RenderOptions {
             in_place: false,
@@ -76,8 +80,16 @@ fn session(root: &Path, events: Option<Events>) -> RenderSession {
         save_on_failure: false,
         image: Arc::from(image_evaluator(&ChainOptions::default())),
         exec: Arc::new(ExecEvaluator),
-    };
-    RenderSession::with_db(RenderDb::new(context, callback), Some(2))
+    }
+}
+
+/// [`render`] through `engine::oneshot` (what `fn render` runs).
+fn render_once(root: &Path) -> (String, String) {
+    let kptfile = hydrate::load_root(root).unwrap();
+    let mut log = Vec::new();
+    let outcome =
+        krender::engine::oneshot::render_once(&context(root), Some(2), kptfile, &mut log, None);
+    finish(outcome, log)
 }
 
 /// Renders with `session` and returns the `-o stdout` bytes and the log
@@ -87,6 +99,11 @@ fn render(session: &mut RenderSession, root: &Path) -> (String, String) {
     session.refresh(&kptfile);
     let mut log = Vec::new();
     let outcome = session.render(kptfile, &mut log);
+    finish(outcome, log)
+}
+
+/// The `-o stdout` bytes and the log without durations.
+fn finish(outcome: hydrate::RenderOutcome, log: Vec<u8>) -> (String, String) {
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     let mut out = Vec::new();
     let mut closing = Vec::new();
@@ -153,10 +170,14 @@ fn leaf_edit_reruns_the_leaf_and_its_ancestors_only() {
     assert!(edited.contains("value: two"), "{edited}");
     assert_ne!(edited, first);
 
-    // The same bytes and log as a fresh session on the edited tree.
+    // The same bytes and log as a fresh session on the edited tree, and as
+    // the one-shot render `fn render` uses.
     let (fresh, fresh_log) = render(&mut session(&root, None), &root);
     assert_eq!(edited, fresh);
     assert_eq!(edited_log, fresh_log);
+    let (once, once_log) = render_once(&root);
+    assert_eq!(edited, once);
+    assert_eq!(edited_log, once_log);
 
     // Editing b re-runs b and the root only.
     std::fs::write(root.join("b/cm.yaml"), config_map("cm-b", "three")).unwrap();

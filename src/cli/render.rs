@@ -8,7 +8,8 @@ use super::args::RenderArgs;
 use crate::engine::cache::{CachePolicy, CachingEvaluator};
 use crate::engine::db::RenderContext;
 use crate::engine::manifest::{self, Manifest, RenderKey, TreeSnapshot};
-use crate::engine::session::RenderSession;
+use crate::engine::oneshot::render_once;
+use crate::engine::session::Progress;
 use crate::hydrate::{self, Output, RenderOptions, Report};
 use crate::pkg::kptfile::{DEFAULT_IMAGE_PREFIX, Kptfile, SAVE_ON_RENDER_FAILURE_ANNOTATION};
 use crate::runtime::Evaluator;
@@ -111,19 +112,16 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
         }
     };
     let (context, cached) = render_context(args, &root, &kptfile, &output, cache_dir);
-    let mut session = RenderSession::new(context, args.jobs);
     let bar = progress_bar(args.quiet);
-    if let Some(bar) = &bar {
-        let bar = bar.clone();
-        session.set_progress(Arc::new(move |done, total| {
+    let progress: Option<Progress> = bar.clone().map(|bar| {
+        Arc::new(move |done: usize, total: usize| {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
-        }));
-    }
-    session.refresh(&kptfile);
+        }) as Progress
+    });
     let mut out = Tee::new(out, manifest.is_some());
     let mut err = Tee::new(err, manifest.is_some());
-    let outcome = session.render(kptfile, &mut err);
+    let outcome = render_once(&context, args.jobs, kptfile, &mut err, progress);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

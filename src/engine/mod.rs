@@ -4,4 +4,5 @@ pub mod cache;
 pub mod db;
 pub mod levels;
 pub mod manifest;
+pub mod oneshot;
 pub mod session;

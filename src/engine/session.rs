@@ -36,11 +36,11 @@ pub struct RefreshStats {
 }
 
 /// One package as read from disk, before it becomes an input.
-struct Scanned {
-    path: PathBuf,
-    kptfile: Kptfile,
-    files: Vec<PackageFile>,
-    children: Vec<PathBuf>,
+pub(super) struct Scanned {
+    pub(super) path: PathBuf,
+    pub(super) kptfile: Kptfile,
+    pub(super) files: Vec<PackageFile>,
+    pub(super) children: Vec<PathBuf>,
 }
 
 /// A salsa database plus the inputs of one package tree.
@@ -252,13 +252,7 @@ impl RenderSession {
                 });
             }
         };
-        match self.jobs {
-            Some(jobs) => match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
-                Ok(pool) => pool.install(run_levels),
-                Err(_) => run_levels(),
-            },
-            None => run_levels(),
-        }
+        in_pool(self.jobs, run_levels);
     }
 
     /// The memoized runs, read back in a fixed order. A package whose parent
@@ -300,13 +294,21 @@ impl RenderSession {
     }
 }
 
-fn path_key(path: &Path) -> String {
+/// Runs `work` on a pool of `jobs` threads, or on rayon's global pool.
+pub(super) fn in_pool(jobs: Option<usize>, work: impl FnOnce() + Send) {
+    match jobs.map(|jobs| rayon::ThreadPoolBuilder::new().num_threads(jobs).build()) {
+        Some(Ok(pool)) => pool.install(work),
+        _ => work(),
+    }
+}
+
+pub(super) fn path_key(path: &Path) -> String {
     path.display().to_string()
 }
 
 /// Reads every package below `root` (BFS order: the root first); `None`
 /// when any Kptfile, listing or file cannot be read or decoded.
-fn scan_tree(root: &Path, root_kptfile: &Kptfile) -> Option<Vec<Scanned>> {
+pub(super) fn scan_tree(root: &Path, root_kptfile: &Kptfile) -> Option<Vec<Scanned>> {
     // The structure first (directories and Kptfiles), then the files of all
     // packages in parallel.
     let mut structure: Vec<(PathBuf, Kptfile, Vec<PathBuf>)> = Vec::new();
