@@ -280,3 +280,38 @@ fn sessions_match_fresh_renders_on_the_shared_cases() {
     }
     assert!(checked > 100, "only {checked} cases");
 }
+
+#[test]
+fn absolute_change_paths_match_relative_roots() {
+    // Watchers report absolute paths; the session was given a relative root
+    // (tests run in the package directory).
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let dir = tempfile::tempdir_in(&target).expect("tempdir");
+    let relative = Path::new("target").join(dir.path().file_name().expect("name"));
+    let tree = Tree { dir };
+    for (file, text) in [
+        ("policy.yaml", POLICY.to_owned()),
+        ("global/a.yaml", global("a", 1)),
+        ("global/a-secret.yaml", secret("a", "pw")),
+        ("type/a.yaml", type_doc("a")),
+        ("site/s1/a.yaml", site("a", "s1", "a:1")),
+    ] {
+        tree.write(file, &text);
+    }
+    let mut session = LayeringSession::new(std::slice::from_ref(&relative)).expect("session");
+    render_and_compare(&mut session, &relative);
+    tree.edit(&mut session, "global/a.yaml", &global("a", 7));
+    assert_eq!(
+        render_and_compare(&mut session, &relative),
+        names(&[
+            "armada/Chart/v1/a-global",
+            "armada/Chart/v1/a-large",
+            "armada/Chart/v1/a-s1",
+        ])
+    );
+    // A new, broken file: the error names it as the batch command does
+    // (relative to the root it was given).
+    tree.edit(&mut session, "site/s2/a.yaml", "data: [unclosed\n");
+    assert!(session.render().is_err());
+    render_and_compare(&mut session, &relative);
+}

@@ -446,10 +446,14 @@ impl LayeringSession {
     /// set; other paths are ignored. Returns whether the set changed.
     pub fn apply_change(&mut self, path: &Path, bytes: Option<Vec<u8>>) -> bool {
         let contents = FileContents::from_bytes(bytes);
+        // Watchers report absolute paths while the roots may be relative:
+        // compare absolute forms, keep the roots' form for display (the
+        // batch command names files as it reached them from its arguments).
+        let wanted = absolute(path);
         if let Some(file) = self
             .files
             .iter()
-            .find(|((_, known), _)| known == path)
+            .find(|((_, known), _)| known == path || absolute(known) == wanted)
             .map(|(_, file)| *file)
         {
             if file.contents(&self.db) == &contents {
@@ -461,17 +465,23 @@ impl LayeringSession {
         if contents == FileContents::Missing {
             return false;
         }
-        let Some(root_index) = self.roots.iter().position(|root| {
-            root == path
-                || (path.starts_with(root)
-                    && path
-                        .extension()
-                        .is_some_and(|ext| ext == "yaml" || ext == "yml"))
-        }) else {
+        let is_yaml = path
+            .extension()
+            .is_some_and(|ext| ext == "yaml" || ext == "yml");
+        let Some((root_index, display)) =
+            self.roots.iter().enumerate().find_map(|(index, root)| {
+                let root_absolute = absolute(root);
+                if root_absolute == wanted {
+                    return Some((index, root.clone()));
+                }
+                let relative = wanted.strip_prefix(&root_absolute).ok()?;
+                is_yaml.then(|| (index, root.join(relative)))
+            })
+        else {
             return false;
         };
-        let file = SourceFile::new(&self.db, path.to_owned(), contents);
-        self.files.insert((root_index, path.to_owned()), file);
+        let file = SourceFile::new(&self.db, display.clone(), contents);
+        self.files.insert((root_index, display), file);
         self.update_file_set();
         true
     }
@@ -613,4 +623,10 @@ impl LayeringSession {
         }
         out
     }
+}
+
+/// `path` made absolute against the current directory, without touching
+/// the file system (the file may be gone); unchanged if that fails.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
