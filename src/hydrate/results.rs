@@ -3,39 +3,9 @@
 //! (`[info] apps/v1/Deployment/x spec.replicas: ...`) and the
 //! `FunctionResultList` written to `--results-dir`.
 
-use crate::pkg::gostruct::{self, GoField, GoStruct, GoType, GoValue, StructValue};
+use crate::pkg::gostruct::{self, GoField, GoStruct, GoType, GoValue, StructValue, field};
 use crate::pkg::kptfile::{PIPELINE_STEP_RESULT, RESULT_ITEM};
 use crate::yaml::node::Node;
-
-macro_rules! field {
-    ($key:expr, $ty:expr) => {
-        GoField {
-            key: $key,
-            ty: $ty,
-            omitempty: true,
-            pointer: false,
-            inline: false,
-        }
-    };
-    ($key:expr, $ty:expr, required) => {
-        GoField {
-            key: $key,
-            ty: $ty,
-            omitempty: false,
-            pointer: false,
-            inline: false,
-        }
-    };
-    ($key:expr, $ty:expr, pointer) => {
-        GoField {
-            key: $key,
-            ty: $ty,
-            omitempty: true,
-            pointer: true,
-            inline: false,
-        }
-    };
-}
 
 const STRING: GoType = GoType::Str("string");
 

@@ -16,6 +16,39 @@ use crate::yaml::node::Style;
 use crate::yaml::node::{Node, NodeKind, tag};
 use crate::yaml::resolve::resolve_plain;
 
+/// A [`GoField`] entry of a struct table: `field!(key, type)` (omitempty),
+/// `field!(key, type, required)`, `field!(key, type, pointer)`.
+macro_rules! field {
+    ($key:expr, $ty:expr) => {
+        GoField {
+            key: $key,
+            ty: $ty,
+            omitempty: true,
+            pointer: false,
+            inline: false,
+        }
+    };
+    ($key:expr, $ty:expr, required) => {
+        GoField {
+            key: $key,
+            ty: $ty,
+            omitempty: false,
+            pointer: false,
+            inline: false,
+        }
+    };
+    ($key:expr, $ty:expr, pointer) => {
+        GoField {
+            key: $key,
+            ty: $ty,
+            omitempty: true,
+            pointer: true,
+            inline: false,
+        }
+    };
+}
+pub(crate) use field;
+
 /// A Go type as far as decoding and marshalling care.
 #[derive(Debug)]
 pub(crate) enum GoType {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use super::gostruct::{self, GoField, GoStruct, GoType, GoValue, StructValue};
+use super::gostruct::{self, GoField, GoStruct, GoType, GoValue, StructValue, field};
 use crate::yaml::node::Node;
 
 /// The catalog prefix short image names are expanded with.
@@ -17,36 +17,6 @@ pub const BFS_RENDERING_ANNOTATION: &str = "kpt.dev/bfs-rendering";
 pub const SAVE_ON_RENDER_FAILURE_ANNOTATION: &str = "kpt.dev/save-on-render-failure";
 /// The Kptfile's file name.
 pub const KPTFILE_NAME: &str = "Kptfile";
-
-macro_rules! field {
-    ($key:expr, $ty:expr) => {
-        GoField {
-            key: $key,
-            ty: $ty,
-            omitempty: true,
-            pointer: false,
-            inline: false,
-        }
-    };
-    ($key:expr, $ty:expr, required) => {
-        GoField {
-            key: $key,
-            ty: $ty,
-            omitempty: false,
-            pointer: false,
-            inline: false,
-        }
-    };
-    ($key:expr, $ty:expr, pointer) => {
-        GoField {
-            key: $key,
-            ty: $ty,
-            omitempty: true,
-            pointer: true,
-            inline: false,
-        }
-    };
-}
 
 macro_rules! inline {
     ($ty:expr) => {
