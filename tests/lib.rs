@@ -1,6 +1,7 @@
 //! The integration test binary: one module per feature.
 mod builtins_chain;
 mod builtins_fixtures;
+mod builtins_native;
 mod builtins_porch;
 mod cli_render;
 mod engine_cache;

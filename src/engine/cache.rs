@@ -112,6 +112,7 @@ pub struct CacheStats {
     misses: AtomicU64,
     writes: AtomicU64,
     uncacheable: AtomicU64,
+    native: AtomicU64,
     corrupt: AtomicU64,
     errors: AtomicU64,
 }
@@ -127,6 +128,9 @@ pub struct CacheStatsSnapshot {
     pub writes: u64,
     /// Calls the policy does not cache.
     pub uncacheable: u64,
+    /// Builtin calls run natively on the nodes, without the cache (pure,
+    /// and cheaper to run than to look up).
+    pub native: u64,
     /// Entries dropped because they failed the integrity check or decoding.
     pub corrupt: u64,
     /// Cache reads or writes that failed (the call ran anyway).
@@ -141,6 +145,7 @@ impl CacheStats {
             misses: self.misses.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             uncacheable: self.uncacheable.load(Ordering::Relaxed),
+            native: self.native.load(Ordering::Relaxed),
             corrupt: self.corrupt.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
         }
@@ -349,12 +354,24 @@ impl<E: Evaluator> Evaluator for CachingEvaluator<E> {
         }
         Ok(response)
     }
+
+    /// Native builtin steps bypass the cache: running them on the nodes
+    /// costs less than encoding the input to compute a key.
+    fn native(&self, target: FunctionTarget<'_>) -> Option<crate::runtime::builtin::Builtin> {
+        let builtin = self.inner.native(target)?;
+        CacheStats::bump(&self.stats.native);
+        Some(builtin)
+    }
 }
 
 /// Boxed evaluators (what the CLI builds) can be wrapped too.
 impl<E: Evaluator + ?Sized> Evaluator for Box<E> {
     fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError> {
         (**self).evaluate(request)
+    }
+
+    fn native(&self, target: FunctionTarget<'_>) -> Option<crate::runtime::builtin::Builtin> {
+        (**self).native(target)
     }
 }
 

@@ -41,8 +41,9 @@ use super::order::sync_order;
 use super::resource::{self, annotation, clean_path, remove_annotation};
 use super::resource_list::{
     WireError, copy_legacy_annotations, decode_function_output, encode_function_input,
-    kyaml_set_annotation,
+    encode_output_list, kyaml_set_annotation, wire_item,
 };
+use crate::runtime::builtin::Builtin;
 use crate::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
 use crate::yaml::node::{Node, NodeKind};
 
@@ -132,33 +133,11 @@ pub fn run_function_owned<E: std::fmt::Display>(
     call: FunctionCall<'_>,
     run: impl FnOnce(&[u8]) -> FunctionExit<E>,
 ) -> Result<StepOutput, StepError<E>> {
-    let wire = |error: WireError| StepError::Wire {
+    let prepared = Prepared::new(resources, &call).map_err(|error| StepError::Wire {
         error,
         function_error: None,
-    };
-    // A `configPath:` config is one of the resources; kpt passes the very
-    // same node, so it carries the annotations added to the item below.
-    let config_item = call.function_config.and_then(|config| {
-        resources
-            .iter()
-            .position(|resource| resource.root() == config.root())
-    });
-    let mut inputs: Vec<Node> = resources;
-    let snapshots = if call.in_pipeline {
-        prepare_migration(&mut inputs).map_err(wire)?
-    } else {
-        BTreeMap::new()
-    };
-    for (position, input) in inputs.iter_mut().enumerate() {
-        let id = (position + 1).to_string();
-        kyaml_set_annotation(input, resource::ID, &id);
-        kyaml_set_annotation(input, resource::LEGACY_ID, &id);
-    }
-    let function_config = match config_item {
-        Some(i) => inputs.get(i),
-        None => call.function_config,
-    };
-    let stdin = encode_function_input(&inputs, function_config);
+    })?;
+    let stdin = encode_function_input(&prepared.inputs, prepared.function_config(&call));
     let exit = run(stdin.as_bytes());
     let stdout = String::from_utf8_lossy(&exit.stdout);
     let output = match decode_function_output(&stdout) {
@@ -170,35 +149,90 @@ pub fn run_function_owned<E: std::fmt::Display>(
             });
         }
     };
-    let mut resources = output.items;
-    if let Err(error) = restore_from_inputs(&inputs, &mut resources) {
-        return Err(StepError::Wire {
-            error,
-            function_error: exit.status.err(),
+    prepared.complete(output.items, output.results, exit.status)
+}
+
+/// Steps 1 and 2 done: the inputs as the function sees them.
+struct Prepared {
+    inputs: Vec<Node>,
+    snapshots: BTreeMap<String, BTreeMap<String, String>>,
+    /// The input that is the step's `configPath:` config, if any.
+    config_item: Option<usize>,
+    in_pipeline: bool,
+}
+
+impl Prepared {
+    fn new(resources: Vec<Node>, call: &FunctionCall<'_>) -> Result<Prepared, WireError> {
+        // A `configPath:` config is one of the resources; kpt passes the very
+        // same node, so it carries the annotations added to the item below.
+        let config_item = call.function_config.and_then(|config| {
+            resources
+                .iter()
+                .position(|resource| resource.root() == config.root())
         });
+        let mut inputs: Vec<Node> = resources;
+        let snapshots = if call.in_pipeline {
+            prepare_migration(&mut inputs)?
+        } else {
+            BTreeMap::new()
+        };
+        for (position, input) in inputs.iter_mut().enumerate() {
+            let id = (position + 1).to_string();
+            kyaml_set_annotation(input, resource::ID, &id);
+            kyaml_set_annotation(input, resource::LEGACY_ID, &id);
+        }
+        Ok(Prepared {
+            inputs,
+            snapshots,
+            config_item,
+            in_pipeline: call.in_pipeline,
+        })
     }
-    // kpt keeps only the root of each output document: document-level
-    // comments of plain-document output (copied from the input or written by
-    // the function) never reach the files, as recorded with kpt.
-    for node in &mut resources {
-        if node.kind == NodeKind::Document && !node.content.is_empty() {
-            let root = node.content.swap_remove(0);
-            *node = root;
+
+    fn function_config<'a>(&'a self, call: &FunctionCall<'a>) -> Option<&'a Node> {
+        match self.config_item {
+            Some(i) => self.inputs.get(i),
+            None => call.function_config,
         }
     }
-    if let Err(error) = exit.status {
-        return Err(StepError::Function {
+
+    /// Steps 4–6 on the items and results read back from the function.
+    #[allow(clippy::result_large_err)]
+    fn complete<E: std::fmt::Display>(
+        self,
+        mut resources: Vec<Node>,
+        results: Option<Node>,
+        status: Result<(), E>,
+    ) -> Result<StepOutput, StepError<E>> {
+        if let Err(error) = restore_from_inputs(&self.inputs, &mut resources) {
+            return Err(StepError::Wire {
+                error,
+                function_error: status.err(),
+            });
+        }
+        // kpt keeps only the root of each output document: document-level
+        // comments of plain-document output (copied from the input or written
+        // by the function) never reach the files, as recorded with kpt.
+        for node in &mut resources {
+            if node.kind == NodeKind::Document && !node.content.is_empty() {
+                let root = node.content.swap_remove(0);
+                *node = root;
+            }
+        }
+        if let Err(error) = status {
+            return Err(StepError::Function { error, results });
+        }
+        set_default_paths(&mut resources).map_err(|error| StepError::Wire {
             error,
-            results: output.results,
-        });
+            function_error: None,
+        })?;
+        Ok(StepOutput {
+            resources,
+            results,
+            snapshots: self.snapshots,
+            in_pipeline: self.in_pipeline,
+        })
     }
-    set_default_paths(&mut resources).map_err(wire)?;
-    Ok(StepOutput {
-        resources,
-        results: output.results,
-        snapshots,
-        in_pipeline: call.in_pipeline,
-    })
 }
 
 impl StepOutput {
@@ -271,8 +305,81 @@ pub fn run_evaluator(
 }
 
 /// [`run_evaluator`] on resources the caller gives up (see
-/// [`run_function_owned`]).
+/// [`run_function_owned`]). A builtin that can run on nodes
+/// ([`Evaluator::native`]) skips the wire unless `KRENDER_NATIVE` says
+/// otherwise.
 pub fn run_evaluator_owned(
+    evaluator: &dyn Evaluator,
+    target: FunctionTarget<'_>,
+    resources: Vec<Node>,
+    call: FunctionCall<'_>,
+    timeout: Duration,
+) -> Result<EvaluatedStep, EvalError> {
+    let mode = NativeMode::from_environment();
+    let builtin = match mode {
+        NativeMode::Off => None,
+        NativeMode::On | NativeMode::Verify => evaluator.native(target),
+    }
+    .filter(|_| runs_natively(&resources));
+    let Some(builtin) = builtin else {
+        return run_wire(evaluator, target, resources, call, timeout);
+    };
+    if mode != NativeMode::Verify {
+        return run_native(builtin, resources, call, timeout);
+    }
+    let wire = run_wire(evaluator, target, resources.clone(), call, timeout);
+    let native = run_native(builtin, resources, call, timeout);
+    if let Some(difference) = native_difference(&wire, &native) {
+        eprintln!(
+            "krender: KRENDER_NATIVE=verify: builtin {} differs from its wire round trip: {difference}",
+            builtin.name()
+        );
+    }
+    native
+}
+
+/// True when a native builtin may run over `resources` (each
+/// [`survives_wire`]); otherwise the step takes the wire.
+pub fn runs_natively(resources: &[Node]) -> bool {
+    resources.iter().all(|item| survives_wire(item.root()))
+}
+
+/// True when writing `node` to the wire and parsing it back gives the same
+/// bytes again, so a native step sees what the function would have seen.
+/// Two things are known not to survive go-yaml's round trip: foot comments
+/// (re-read as the next node's head comment, or duplicated) and folded
+/// scalars (each trip adds blank lines). A step over any such resource
+/// takes the wire; `tests/builtins_native.rs` checks the rest.
+fn survives_wire(node: &Node) -> bool {
+    node.foot_comment.is_empty()
+        && !node.style.contains(crate::yaml::node::Style::FOLDED)
+        && node.content.iter().all(survives_wire)
+}
+
+/// Whether builtins run on nodes (`KRENDER_NATIVE`: `off` forces the wire,
+/// `verify` runs both and reports any difference on stderr).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NativeMode {
+    On,
+    Off,
+    Verify,
+}
+
+impl NativeMode {
+    fn from_environment() -> NativeMode {
+        static MODE: std::sync::OnceLock<NativeMode> = std::sync::OnceLock::new();
+        *MODE.get_or_init(|| match std::env::var("KRENDER_NATIVE").as_deref() {
+            Ok("off" | "0" | "false") => NativeMode::Off,
+            Ok("verify") => NativeMode::Verify,
+            _ => NativeMode::On,
+        })
+    }
+}
+
+/// One step through the evaluator's wire protocol (what
+/// [`run_evaluator_owned`] does for every function that is not a native
+/// builtin).
+pub fn run_wire(
     evaluator: &dyn Evaluator,
     target: FunctionTarget<'_>,
     resources: Vec<Node>,
@@ -309,6 +416,45 @@ pub fn run_evaluator_owned(
         Some(Err(error)) => return Err(error),
         None => (Vec::new(), 0),
     };
+    Ok(evaluated(step, stderr, exit_code))
+}
+
+/// One step with `builtin` run on the nodes the wire would carry: the same
+/// host-side steps as [`run_function_owned`], minus encoding and parsing
+/// the items twice.
+pub fn run_native(
+    builtin: Builtin,
+    resources: Vec<Node>,
+    call: FunctionCall<'_>,
+    timeout: Duration,
+) -> Result<EvaluatedStep, EvalError> {
+    let prepared = match Prepared::new(resources, &call) {
+        Ok(prepared) => prepared,
+        Err(error) => {
+            let step: Result<StepOutput, _> = Err(StepError::<ExitFailure>::Wire {
+                error,
+                function_error: None,
+            });
+            return Ok(evaluated(step, Vec::new(), 0));
+        }
+    };
+    let items = prepared.inputs.iter().map(wire_item).collect();
+    let outcome = builtin.run_native(items, prepared.function_config(&call), timeout)?;
+    let status = if outcome.exit_code == 0 {
+        Ok(())
+    } else {
+        Err(ExitFailure)
+    };
+    let step = prepared.complete(outcome.items, outcome.results, status);
+    Ok(evaluated(step, outcome.stderr, outcome.exit_code))
+}
+
+/// The hydrator's view of a finished step.
+fn evaluated(
+    step: Result<StepOutput, StepError<ExitFailure>>,
+    stderr: Vec<u8>,
+    exit_code: i32,
+) -> EvaluatedStep {
     let (output, results) = match step {
         Ok(step) => {
             let results = step.results.clone();
@@ -317,12 +463,39 @@ pub fn run_evaluator_owned(
         Err(StepError::Function { results, .. }) => (Ok(Vec::new()), results),
         Err(StepError::Wire { error, .. }) => (Err(error), None),
     };
-    Ok(EvaluatedStep {
+    EvaluatedStep {
         output,
         results,
         stderr,
         exit_code,
-    })
+    }
+}
+
+/// What differs between a wire step and its native run, as written bytes
+/// (node positions and invisible style bits may differ), or `None`.
+pub fn native_difference(
+    wire: &Result<EvaluatedStep, EvalError>,
+    native: &Result<EvaluatedStep, EvalError>,
+) -> Option<String> {
+    let (wire, native) = match (wire, native) {
+        (Ok(wire), Ok(native)) => (wire, native),
+        (wire, native) if wire == native => return None,
+        (wire, native) => return Some(format!("wire {wire:?}, native {native:?}")),
+    };
+    let written = |step: &EvaluatedStep| {
+        let output = match &step.output {
+            Ok(items) => encode_output_list(items),
+            Err(error) => format!("error: {error}"),
+        };
+        let results = step
+            .results
+            .as_ref()
+            .map(|results| crate::yaml::to_string(results, crate::yaml::SeqIndent::Compact))
+            .unwrap_or_default();
+        (output, results, step.stderr.clone(), step.exit_code)
+    };
+    let (wire, native) = (written(wire), written(native));
+    (wire != native).then(|| format!("wire {wire:?}\nnative {native:?}"))
 }
 
 /// The runner-side failure marker used by [`run_evaluator`].

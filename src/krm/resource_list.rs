@@ -154,6 +154,15 @@ fn encode_list(items: &[Node], function_config: Option<&Node>, clear: &[&str]) -
     crate::yaml::to_string(&Node::new_document(list), SeqIndent::Compact)
 }
 
+/// The node kyaml writes for `item` in a function input's `items` (see
+/// `encode_list`): its root (document comments stay behind), without empty
+/// annotations.
+pub(crate) fn wire_item(item: &Node) -> Node {
+    let mut root = item.root().clone();
+    clear_empty_annotations_only(&mut root);
+    root
+}
+
 /// kyaml's `ClearEmptyAnnotations`: drops `metadata.annotations` when it is
 /// an empty mapping or null (but, unlike the package writer, keeps an empty
 /// `metadata`).

@@ -88,6 +88,19 @@ impl Evaluator for ImageEvaluator {
             Route::Container { pull_policy } => self.container(pull_policy).evaluate(&request),
         }
     }
+
+    fn native(&self, target: FunctionTarget<'_>) -> Option<super::builtin::Builtin> {
+        let FunctionTarget::Image(image) = target else {
+            return None;
+        };
+        match self.table.as_ref().ok()?.route(image) {
+            Route::Builtin(builtin) => BuiltinEvaluator {
+                enabled: Some(vec![builtin]),
+            }
+            .native(target),
+            _ => None,
+        }
+    }
 }
 
 /// Tries evaluators in order; the first answer that is not
@@ -117,5 +130,11 @@ impl Evaluator for ChainEvaluator {
         } else {
             not_found.join("; ")
         }))
+    }
+
+    /// Only the first evaluator can answer natively: a later one would only
+    /// be asked after the first said "not found".
+    fn native(&self, target: FunctionTarget<'_>) -> Option<super::builtin::Builtin> {
+        self.evaluators.first()?.native(target)
     }
 }

@@ -4,8 +4,12 @@
 //! Every evaluator speaks the KRM function protocol at the byte level: it
 //! receives the ResourceList text kpt would write to a function's stdin and
 //! returns what the function wrote to stdout and stderr, plus its exit code.
-//! Builtins therefore go through the same wire round trip as real functions,
-//! which is what keeps their output byte-identical to kpt's (spec §8.7).
+//!
+//! The simple catalog builtins can also run on the nodes themselves
+//! ([`Evaluator::native`]): the hydrator then skips the encode → parse →
+//! encode → parse round trip, which is most of a render's cost. Their
+//! output equals the wire's (spec §8.7); `KRENDER_NATIVE=off` forces the
+//! wire and `KRENDER_NATIVE=verify` checks every native step against it.
 
 use std::time::Duration;
 
@@ -66,6 +70,13 @@ pub enum EvalError {
 pub trait Evaluator: Send + Sync {
     /// Runs one function call.
     fn evaluate(&self, request: &FunctionRequest<'_>) -> Result<FunctionResponse, EvalError>;
+
+    /// The builtin this evaluator would answer `target` with, when that
+    /// builtin can run directly on nodes (see
+    /// [`builtin::Builtin::runs_native`]); `None` means "use the wire".
+    fn native(&self, _target: FunctionTarget<'_>) -> Option<builtin::Builtin> {
+        None
+    }
 }
 
 pub mod builtin;

@@ -8,9 +8,11 @@
 //! implements [`Evaluator`] for the chain in `runtime::chain`.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+use crate::krm::resource_list::encode_function_input;
+use crate::yaml::node::Node;
 
 pub(crate) mod apply_replacements;
 pub(crate) mod apply_setters;
@@ -22,6 +24,7 @@ pub(crate) mod set_labels;
 pub(crate) mod set_namespace;
 pub(crate) mod starlark;
 
+pub use sdk::NativeOutcome;
 use sdk::{Outcome, ResourceList};
 
 /// kpt's default image prefix for catalog functions.
@@ -135,6 +138,42 @@ impl Builtin {
         }
     }
 
+    /// True for builtins whose result depends only on the nodes they are
+    /// given, so the hydrator may hand them nodes instead of wire bytes
+    /// ([`Builtin::run_native`]). Starlark stays on the wire: it runs user
+    /// code, has a deadline, and is worth caching.
+    pub fn runs_native(self) -> bool {
+        !matches!(self, Builtin::Starlark)
+    }
+
+    /// Runs the function on `items` (the root mappings the host would write
+    /// to the wire, ids included) and returns what the host would read back
+    /// from its output: the items in output order, the parsed `results`,
+    /// stderr and the exit code. The function config (small) still takes
+    /// the round trip, so the function reads it exactly as on the wire.
+    pub fn run_native(
+        self,
+        items: Vec<Node>,
+        function_config: Option<&Node>,
+        timeout: Duration,
+    ) -> Result<NativeOutcome, EvalError> {
+        let started = Instant::now();
+        let config_wire = encode_function_input(&[], function_config);
+        let function_config = ResourceList::parse(config_wire.as_bytes())
+            .map_err(|message| EvalError::System(format!("function config: {message}")))?
+            .function_config;
+        let input = ResourceList {
+            items,
+            function_config,
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.run(input, None)))
+            .map_err(|_| EvalError::ExecutionFailed(format!("builtin {} panicked", self.name())))?;
+        if started.elapsed() > timeout {
+            return Err(EvalError::TimedOut(timeout));
+        }
+        Ok(outcome.into_native())
+    }
+
     /// Runs the function on the ResourceList bytes kpt would write to the
     /// image's stdin and returns what the image would write. Long-running
     /// functions (starlark) stop at `deadline`.
@@ -200,6 +239,19 @@ impl Evaluator for BuiltinEvaluator {
             return Err(EvalError::TimedOut(request.timeout));
         }
         Ok(response)
+    }
+
+    fn native(&self, target: FunctionTarget<'_>) -> Option<Builtin> {
+        let FunctionTarget::Image(image) = target else {
+            return None;
+        };
+        Builtin::for_image(image).filter(|builtin| {
+            builtin.runs_native()
+                && self
+                    .enabled
+                    .as_ref()
+                    .is_none_or(|enabled| enabled.contains(builtin))
+        })
     }
 }
 

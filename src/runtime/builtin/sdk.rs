@@ -286,6 +286,58 @@ impl Outcome {
     }
 }
 
+/// What a builtin run on nodes produced, in the shapes the host would read
+/// back from its stdout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NativeOutcome {
+    /// Output items (root mappings), sorted as the SDK writes them.
+    pub items: Vec<Node>,
+    /// The `results` node, exactly as parsed from the written list.
+    pub results: Option<Node>,
+    /// What the function writes to stderr.
+    pub stderr: Vec<u8>,
+    /// Its exit code.
+    pub exit_code: i32,
+}
+
+impl Outcome {
+    /// The outcome as the host would read it back, without writing the
+    /// items: only the (small) results take the round trip, so their nodes
+    /// are the parsed ones.
+    pub(crate) fn into_native(mut self) -> NativeOutcome {
+        if self.sort_items {
+            sort_items(&mut self.items);
+        }
+        let items = std::mem::take(&mut self.items);
+        let results = if self.results.is_empty() {
+            None
+        } else {
+            let written = Outcome {
+                items: Vec::new(),
+                function_config: None,
+                results: std::mem::take(&mut self.results),
+                stderr: String::new(),
+                exit_code: 0,
+                // Writes `items: []`: without items kyaml would not read
+                // the document as a list.
+                sort_items: false,
+            }
+            .into_response();
+            crate::krm::resource_list::decode_function_output(&String::from_utf8_lossy(
+                &written.stdout,
+            ))
+            .ok()
+            .and_then(|output| output.results)
+        };
+        NativeOutcome {
+            items,
+            results,
+            stderr: self.stderr.into_bytes(),
+            exit_code: self.exit_code,
+        }
+    }
+}
+
 /// Sorts items by `"<apiVersion> <kind> <namespace> <name>"`, as the kpt Go
 /// SDK does before writing its output. Go's sort is not stable; ties are
 /// rare (identical identities) and keep their input order here.

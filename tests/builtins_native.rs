@@ -1,0 +1,196 @@
+//! Native builtins (run on nodes, no wire round trip) must produce exactly
+//! what the wire produces. Every package of the shared conformance cases
+//! and of `fixtures/` is run through each native builtin, one step and two
+//! chained steps, both ways; every `fixtures/builtins` input list too.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use krender::krm::function_filter::{
+    EvaluatedStep, FunctionCall, native_difference, run_wire, runs_natively,
+};
+use krender::krm::resource_list::decode_function_output;
+use krender::pkg::reader::{ReadOptions, read_package};
+use krender::runtime::builtin::{Builtin, BuiltinEvaluator, DEFAULT_IMAGE_PREFIX};
+use krender::runtime::{Evaluator, FunctionTarget};
+use krender::yaml::node::Node;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Function configs exercising each native builtin, including values that
+/// need quoting on the wire (`"123"`, `"yes"`).
+const CONFIGS: &[(Builtin, &str)] = &[
+    (Builtin::SetNamespace, "namespace: prod"),
+    (Builtin::SetLabels, "app: web\n  tier: \"123\""),
+    (Builtin::SetAnnotations, "note: \"yes\"\n  owner: team-a"),
+    (Builtin::SetImage, "name: nginx\n  newTag: \"1.2\""),
+    (
+        Builtin::SearchReplace,
+        "by-value: nginx\n  put-value: httpd",
+    ),
+    (Builtin::ApplySetters, "replicas: \"4\"\n  image: web"),
+    (Builtin::NoOp, ""),
+    (Builtin::DropComments, ""),
+];
+
+fn config_map(data: &str) -> Option<Node> {
+    if data.is_empty() {
+        return None;
+    }
+    let text = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\ndata:\n  {data}\n"
+    );
+    krender::yaml::parse_document(&text)
+        .ok()
+        .flatten()
+        .map(|document| document.root().clone())
+}
+
+fn package_dirs(root: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    let mut has_yaml = false;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if !name.starts_with(".expected") {
+                package_dirs(&path, found);
+            }
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+            has_yaml = true;
+        }
+    }
+    if has_yaml {
+        found.push(root.to_path_buf());
+    }
+}
+
+fn step(
+    builtin: Builtin,
+    resources: Vec<Node>,
+    config: Option<&Node>,
+    native: bool,
+) -> Result<EvaluatedStep, krender::runtime::EvalError> {
+    let image = format!("{DEFAULT_IMAGE_PREFIX}{}:latest", builtin.name());
+    let evaluator = BuiltinEvaluator::default();
+    let target = FunctionTarget::Image(&image);
+    assert_eq!(evaluator.native(target), Some(builtin));
+    let call = FunctionCall {
+        function_config: config,
+        in_pipeline: true,
+    };
+    if native {
+        // What run_evaluator_owned does by default, which takes the wire
+        // for resources known not to survive it.
+        krender::krm::function_filter::run_evaluator_owned(
+            &evaluator, target, resources, call, TIMEOUT,
+        )
+    } else {
+        run_wire(&evaluator, target, resources, call, TIMEOUT)
+    }
+}
+
+/// Runs `resources` through `first` then `second`, both ways, and reports
+/// any difference after each step.
+fn compare(label: &str, resources: &[Node], steps: &[(Builtin, Option<Node>)]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let (mut wire_items, mut native_items) = (resources.to_vec(), resources.to_vec());
+    for (builtin, config) in steps {
+        let wire = step(*builtin, wire_items, config.as_ref(), false);
+        let native = step(*builtin, native_items, config.as_ref(), true);
+        if let Some(difference) = native_difference(&wire, &native) {
+            failures.push(format!("{label} / {}: {difference}", builtin.name()));
+            break;
+        }
+        match (wire, native) {
+            (Ok(wire), Ok(native)) => match (wire.output, native.output) {
+                (Ok(wire), Ok(native)) if !wire.is_empty() => {
+                    wire_items = wire;
+                    native_items = native;
+                }
+                _ => break,
+            },
+            _ => break,
+        }
+    }
+    failures
+}
+
+#[test]
+fn native_builtins_match_the_wire_on_every_package() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = Vec::new();
+    package_dirs(&manifest.join("../shared/conformance"), &mut dirs);
+    package_dirs(&manifest.join("fixtures"), &mut dirs);
+    let packages: Vec<(PathBuf, Vec<Node>)> = dirs
+        .into_iter()
+        .filter_map(|dir| {
+            let options = ReadOptions {
+                package_path: Some(dir.display().to_string()),
+            };
+            let read = read_package(&dir, &options).ok()?;
+            (!read.resources.is_empty()).then_some((dir, read.resources))
+        })
+        .collect();
+    assert!(
+        packages.len() > 50,
+        "only {} packages found",
+        packages.len()
+    );
+    let configs: Vec<(Builtin, Option<Node>)> = CONFIGS
+        .iter()
+        .map(|(builtin, data)| (*builtin, config_map(data)))
+        .collect();
+    // Most packages must really take the native path, or this proves little.
+    let native = packages
+        .iter()
+        .filter(|(_, resources)| runs_natively(resources))
+        .count();
+    assert!(
+        native * 4 > packages.len() * 3,
+        "only {native} of {} packages run natively",
+        packages.len()
+    );
+    let mut failures = Vec::new();
+    for (dir, resources) in &packages {
+        let label = dir.display().to_string();
+        // Each builtin, chained with the next one in the table (compare
+        // checks after every step).
+        for (i, first) in configs.iter().enumerate() {
+            let second = &configs[(i + 1) % configs.len()];
+            failures.extend(compare(&label, resources, &[first.clone(), second.clone()]));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn native_builtins_match_the_wire_on_the_builtin_fixtures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/builtins");
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for builtin in Builtin::ALL.into_iter().filter(|b| b.runs_native()) {
+        let Ok(cases) = std::fs::read_dir(root.join(builtin.name())) else {
+            continue;
+        };
+        for case in cases.flatten() {
+            let Ok(input) = std::fs::read_to_string(case.path().join("input.yaml")) else {
+                continue;
+            };
+            let Ok(list) = decode_function_output(&input) else {
+                failures.push(format!("{}: input does not parse", case.path().display()));
+                continue;
+            };
+            ran += 1;
+            failures.extend(compare(
+                &case.path().display().to_string(),
+                &list.items,
+                &[(builtin, list.function_config.clone())],
+            ));
+        }
+    }
+    assert!(ran >= 10, "only {ran} fixture cases ran");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
