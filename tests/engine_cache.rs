@@ -1,7 +1,9 @@
 //! End-to-end tests of the persistent function-result cache through the
 //! `krender` binary: a warm render is byte-identical to a cold one, and it
 //! is answered from the cache (no new entries, and a doctored entry shows
-//! up in the output).
+//! up in the output). The builtins here take the wire
+//! (`KRENDER_NATIVE=off`), which is what gets cached; native builtin runs
+//! bypass the cache (see `native_builtins_bypass_the_cache`).
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -74,8 +76,40 @@ fn render(pkg: &Path, cache: &Path, extra: &[&str]) -> Output {
         .args(extra)
         // A render.toml in the test's working directory must not reroute.
         .env("KRENDER_CONFIG", pkg.join("no-render.toml"))
+        .env("KRENDER_NATIVE", "off")
         .output()
         .unwrap()
+}
+
+#[test]
+fn native_builtins_bypass_the_cache() {
+    let temp = tempfile::tempdir().unwrap();
+    let (wire_pkg, native_pkg) = (temp.path().join("wire"), temp.path().join("native"));
+    let cache = temp.path().join("cache");
+    write_package(&wire_pkg);
+    write_package(&native_pkg);
+    let native = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "render"])
+        .arg(&native_pkg)
+        .args(["-o", "stdout", "--cache-dir"])
+        .arg(&cache)
+        .env("KRENDER_CONFIG", native_pkg.join("no-render.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(native.status.code(), Some(0));
+    assert_eq!(
+        krender::engine::cache::summarize(&cache).unwrap().entries,
+        0
+    );
+    let wire = render(&wire_pkg, &temp.path().join("wire-cache"), &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout).replace("native", "wire"),
+        String::from_utf8_lossy(&wire.stdout)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&native.stderr).replace("native", "wire"),
+        String::from_utf8_lossy(&wire.stderr)
+    );
 }
 
 /// Every index file's bytes, to show a warm render wrote nothing.

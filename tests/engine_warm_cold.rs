@@ -1,8 +1,11 @@
 //! Warm renders are byte-identical to cold ones on every shared kpt
 //! conformance case: the same exit code, stderr and files when each step is
 //! answered from the function cache, and the same stdout and stderr when an
-//! unchanged tree is answered from its manifest. Passes vacuously when
-//! `../shared` is absent (a worktree without the reference material).
+//! unchanged tree is answered from its manifest. Cold and warm run with
+//! builtins on the wire (`KRENDER_NATIVE=off`, so their results are
+//! cached); a third render with native builtins must match them too.
+//! Passes vacuously when `../shared` is absent (a worktree without the
+//! reference material).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -65,6 +68,10 @@ fn normalize(stderr: &[u8], root: &Path) -> String {
 }
 
 fn render(pkg: &Path, cache: &Path, flags: &[&str], extra: &[&str]) -> Output {
+    render_with(pkg, cache, flags, extra, "off")
+}
+
+fn render_with(pkg: &Path, cache: &Path, flags: &[&str], extra: &[&str], native: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_krender"))
         .args(["fn", "render"])
         .arg(pkg)
@@ -73,6 +80,7 @@ fn render(pkg: &Path, cache: &Path, flags: &[&str], extra: &[&str]) -> Output {
         .args(flags)
         .args(extra)
         .env("KRENDER_CONFIG", cache.join("no-render.toml"))
+        .env("KRENDER_NATIVE", native)
         .output()
         .unwrap()
 }
@@ -94,11 +102,11 @@ fn warm_renders_match_cold_ones_on_every_shared_case() {
         }
         let cache = temp.path().join("cache").join(&name);
         let mut runs = Vec::new();
-        for which in ["cold", "warm"] {
+        for (which, native) in [("cold", "off"), ("warm", "off"), ("native", "on")] {
             let root = temp.path().join(which);
             let pkg = root.join(&name);
             copy_dir(&case, &pkg);
-            let output = render(&pkg, &cache, &flags, &[]);
+            let output = render_with(&pkg, &cache, &flags, &[], native);
             runs.push((
                 output.status.code(),
                 normalize(&output.stderr, &root),
@@ -109,6 +117,12 @@ fn warm_renders_match_cold_ones_on_every_shared_case() {
             runs[0],
             runs[1],
             "{}: warm render differs from cold",
+            case.display()
+        );
+        assert_eq!(
+            runs[0],
+            runs[2],
+            "{}: native builtins differ from the wire",
             case.display()
         );
 

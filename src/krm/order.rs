@@ -127,7 +127,7 @@ fn reorder_mapping(from: &Node, to: &mut Node) {
 }
 
 /// kyaml `rearrangeHeadCommentOfSeqNode`.
-fn rearrange_head_comments(node: &mut Node) {
+pub(crate) fn rearrange_head_comments(node: &mut Node) {
     match node.kind {
         NodeKind::Document | NodeKind::Mapping => {
             for child in &mut node.content {

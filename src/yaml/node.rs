@@ -216,6 +216,25 @@ impl Node {
         Node::new_scalar("", value)
     }
 
+    /// Equality of everything that is written (kind, style, tag, value,
+    /// anchor, comments, children), ignoring source positions.
+    pub fn same_content(&self, other: &Node) -> bool {
+        self.kind == other.kind
+            && self.style == other.style
+            && self.tag == other.tag
+            && self.value == other.value
+            && self.anchor == other.anchor
+            && self.head_comment == other.head_comment
+            && self.line_comment == other.line_comment
+            && self.foot_comment == other.foot_comment
+            && self.content.len() == other.content.len()
+            && self
+                .content
+                .iter()
+                .zip(&other.content)
+                .all(|(a, b)| a.same_content(b))
+    }
+
     /// True for a mapping node.
     pub fn is_mapping(&self) -> bool {
         self.kind == NodeKind::Mapping
