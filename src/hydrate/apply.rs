@@ -82,7 +82,8 @@ pub fn apply(
         save_results(results_dir, &outcome, log);
         return Err(ApplyError::Render(error.clone()));
     }
-    let mut resources = outcome.resources.clone().unwrap_or_default();
+    let mut outcome = outcome;
+    let mut resources = outcome.resources.take().unwrap_or_default();
     if let Err(message) = adjust_paths(&root, &mut resources) {
         if in_place {
             let error = HydrateError::plain(&root, &message, Report::Error(message.clone()));

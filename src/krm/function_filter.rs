@@ -36,6 +36,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use rayon::prelude::*;
+
 use super::comments::copy_comments;
 use super::order::{rearrange_head_comments, sync_order};
 use super::resource::{self, annotation, clean_path, remove_annotation};
@@ -171,15 +173,23 @@ impl Prepared {
                 .position(|resource| resource.root() == config.root())
         });
         let mut inputs: Vec<Node> = resources;
-        let snapshots = if call.in_pipeline {
-            prepare_migration(&mut inputs)?
-        } else {
-            BTreeMap::new()
-        };
-        for (position, input) in inputs.iter_mut().enumerate() {
+        let in_pipeline = call.in_pipeline;
+        let prepared = per_resource(&mut inputs, |position, input| {
+            let snapshot = if in_pipeline {
+                Some(prepare_migration(position, input)?)
+            } else {
+                None
+            };
             let id = (position + 1).to_string();
             kyaml_set_annotation(input, resource::ID, &id);
             kyaml_set_annotation(input, resource::LEGACY_ID, &id);
+            Ok(snapshot)
+        });
+        let mut snapshots = BTreeMap::new();
+        for (position, snapshot) in prepared.into_iter().enumerate() {
+            if let Some(snapshot) = snapshot? {
+                snapshots.insert(position.to_string(), snapshot);
+            }
         }
         Ok(Prepared {
             inputs,
@@ -206,7 +216,9 @@ impl Prepared {
         status: Result<(), E>,
         native: bool,
     ) -> Result<StepOutput, StepError<E>> {
-        if let Err(error) = restore_from_inputs(&self.inputs, &mut resources, native) {
+        let restored = restore_from_inputs(&self.inputs, &mut resources, native);
+        drop_resources(self.inputs);
+        if let Err(error) = restored {
             return Err(StepError::Wire {
                 error,
                 function_error: status.err(),
@@ -249,9 +261,10 @@ impl StepOutput {
             return Ok(resources);
         }
         let (use_internal, use_legacy) = annotation_format(&self.snapshots)?;
-        for node in &mut resources {
+        let snapshots = &self.snapshots;
+        first_error(per_resource(&mut resources, |_, node| {
             fill_missing_counterparts(node);
-            reconcile_changed(node, &self.snapshots)?;
+            reconcile_changed(node, snapshots)?;
             if !use_internal {
                 for key in [resource::ID, resource::PATH, resource::INDEX] {
                     remove_annotation(node, key);
@@ -268,7 +281,8 @@ impl StepOutput {
             }
             check_mismatched(node)?;
             remove_annotation(node, resource::MIGRATION_ID);
-        }
+            Ok(())
+        }))?;
         Ok(resources)
     }
 }
@@ -440,7 +454,11 @@ pub fn run_native(
             return Ok(evaluated(step, Vec::new(), 0));
         }
     };
-    let items = prepared.inputs.iter().map(wire_item).collect();
+    let items = if prepared.inputs.len() >= PARALLEL_FROM {
+        prepared.inputs.par_iter().map(wire_item).collect()
+    } else {
+        prepared.inputs.iter().map(wire_item).collect()
+    };
     let outcome = builtin.run_native(items, prepared.function_config(&call), timeout)?;
     let status = if outcome.exit_code == 0 {
         Ok(())
@@ -510,19 +528,56 @@ impl std::fmt::Display for ExitFailure {
     }
 }
 
-/// kyaml `PreprocessResourcesForInternalAnnotationMigration`.
+/// kyaml `PreprocessResourcesForInternalAnnotationMigration`, for the
+/// resource at `position`: returns its snapshot.
 fn prepare_migration(
-    inputs: &mut [Node],
-) -> Result<BTreeMap<String, BTreeMap<String, String>>, WireError> {
-    let mut snapshots = BTreeMap::new();
-    for (position, input) in inputs.iter_mut().enumerate() {
-        let id = position.to_string();
-        kyaml_set_annotation(input, resource::MIGRATION_ID, &id);
-        snapshots.insert(id, internal_annotations(input));
-        copy_legacy_annotations(input);
-        check_mismatched(input)?;
+    position: usize,
+    input: &mut Node,
+) -> Result<BTreeMap<String, String>, WireError> {
+    kyaml_set_annotation(input, resource::MIGRATION_ID, &position.to_string());
+    let snapshot = internal_annotations(input);
+    copy_legacy_annotations(input);
+    check_mismatched(input)?;
+    Ok(snapshot)
+}
+
+/// Resource lists at least this long do their per-resource work on rayon:
+/// a DFS root's steps see the whole tree, and its level has no other
+/// package to run beside it.
+const PARALLEL_FROM: usize = 64;
+
+/// `f` on each resource with its position, in parallel for long lists;
+/// the answers come back in order.
+fn per_resource<T: Send>(
+    resources: &mut [Node],
+    f: impl Fn(usize, &mut Node) -> T + Sync + Send,
+) -> Vec<T> {
+    if resources.len() >= PARALLEL_FROM {
+        resources
+            .par_iter_mut()
+            .enumerate()
+            .map(|(position, node)| f(position, node))
+            .collect()
+    } else {
+        resources
+            .iter_mut()
+            .enumerate()
+            .map(|(position, node)| f(position, node))
+            .collect()
     }
-    Ok(snapshots)
+}
+
+/// Drops a step's input copy, in parallel when it is long (freeing a whole
+/// tree is a walk like any other).
+fn drop_resources(resources: Vec<Node>) {
+    if resources.len() >= PARALLEL_FROM {
+        resources.into_par_iter().for_each(drop);
+    }
+}
+
+/// The first error of per-resource results, in resource order.
+fn first_error(results: Vec<Result<(), WireError>>) -> Result<(), WireError> {
+    results.into_iter().collect()
 }
 
 /// kyaml `GetInternalAnnotations`: internal-prefixed annotations plus the
@@ -578,36 +633,41 @@ fn restore_from_inputs(
     outputs: &mut [Node],
     native: bool,
 ) -> Result<(), WireError> {
-    for output in outputs {
-        let id = annotation(output, resource::ID)
-            .or_else(|| annotation(output, resource::LEGACY_ID))
-            .map(str::to_owned);
-        let Some(id) = id else {
-            continue;
-        };
-        let Some(input) = id
-            .parse::<usize>()
-            .ok()
-            .and_then(|n| n.checked_sub(1))
-            .and_then(|i| inputs.get(i))
-            .filter(|input| text(input, resource::ID) == id)
-        else {
-            continue;
-        };
-        let unchanged = native && input.kind != NodeKind::Document;
-        if unchanged && input.same_content(output) {
-            // Copying comments into empty slots and syncing key order are
-            // no-ops between equal trees (folded scalars, which the copy
-            // would restyle, never run natively); only the head-comment
-            // rearrangement of sync_order acts on its own.
-            rearrange_head_comments(output.root_mut());
-        } else {
-            copy_comments(input, output)?;
-            sync_order(input, output)?;
-        }
-        remove_annotation(output, resource::ID);
-        remove_annotation(output, resource::LEGACY_ID);
+    first_error(per_resource(outputs, |_, output| {
+        restore_one(inputs, output, native)
+    }))
+}
+
+/// [`restore_from_inputs`] for one output resource.
+fn restore_one(inputs: &[Node], output: &mut Node, native: bool) -> Result<(), WireError> {
+    let id = annotation(output, resource::ID)
+        .or_else(|| annotation(output, resource::LEGACY_ID))
+        .map(str::to_owned);
+    let Some(id) = id else {
+        return Ok(());
+    };
+    let Some(input) = id
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| inputs.get(i))
+        .filter(|input| text(input, resource::ID) == id)
+    else {
+        return Ok(());
+    };
+    let unchanged = native && input.kind != NodeKind::Document;
+    if unchanged && input.same_content(output) {
+        // Copying comments into empty slots and syncing key order are
+        // no-ops between equal trees (folded scalars, which the copy
+        // would restyle, never run natively); only the head-comment
+        // rearrangement of sync_order acts on its own.
+        rearrange_head_comments(output.root_mut());
+    } else {
+        copy_comments(input, output)?;
+        sync_order(input, output)?;
     }
+    remove_annotation(output, resource::ID);
+    remove_annotation(output, resource::LEGACY_ID);
     Ok(())
 }
 
@@ -615,7 +675,7 @@ fn restore_from_inputs(
 /// without an internal path gets `[<namespace>/]<kind>_<name>.yaml` on both
 /// path annotations.
 fn set_default_paths(resources: &mut [Node]) -> Result<(), WireError> {
-    for node in resources {
+    first_error(per_resource(resources, |_, node| {
         copy_legacy_annotations(node);
         let root = node.root();
         if root.get("apiVersion").is_none()
@@ -625,13 +685,13 @@ fn set_default_paths(resources: &mut [Node]) -> Result<(), WireError> {
             return Err(WireError::MissingMetadata);
         }
         if annotation(node, resource::PATH).is_some() {
-            continue;
+            return Ok(());
         }
         let path = default_path(node);
         kyaml_set_annotation(node, resource::PATH, &path);
         kyaml_set_annotation(node, resource::LEGACY_PATH, &path);
-    }
-    Ok(())
+        Ok(())
+    }))
 }
 
 /// kyaml `CreatePathAnnotationValue("", meta)`.

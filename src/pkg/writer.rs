@@ -12,6 +12,7 @@
 //! (`crate::lifecycle::draft`); [`write_new_dir`] does the same for a
 //! directory that does not exist yet (`-o DIR`).
 
+use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
@@ -73,7 +74,7 @@ const READER_ANNOTATIONS: [&str; 6] = [
 /// A resource without a path gets kyaml's default
 /// (`[<namespace>/]<kind>_<name>.yaml`).
 pub fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, WriteError> {
-    let mut groups: BTreeMap<String, Vec<(Option<i64>, Node)>> = BTreeMap::new();
+    let mut groups: BTreeMap<String, Vec<(Option<i64>, &Node)>> = BTreeMap::new();
     for node in resources {
         let path = resource::annotation(node, resource::PATH)
             .or_else(|| resource::annotation(node, resource::LEGACY_PATH))
@@ -82,42 +83,48 @@ pub fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, Writ
         let index = resource::annotation(node, resource::INDEX)
             .or_else(|| resource::annotation(node, resource::LEGACY_INDEX))
             .and_then(|index| index.trim().parse::<i64>().ok());
-        groups.entry(path).or_default().push((index, node.clone()));
+        groups.entry(path).or_default().push((index, node));
     }
-    let mut files = BTreeMap::new();
-    for (path, mut nodes) in groups {
-        // Stable: equal indexes keep their incoming order; index-less first.
-        nodes.sort_by_key(|(index, _)| index.map_or((0, 0), |index| (1, index)));
-        let mut cleaned = Vec::with_capacity(nodes.len());
-        for (_, mut node) in nodes {
-            let seq_indent =
-                SeqIndent::from_annotation(resource::annotation(&node, resource::SEQ_INDENT));
-            for key in READER_ANNOTATIONS {
-                resource::remove_annotation(&mut node, key);
+    // Files are encoded independently: in parallel, collected in path order
+    // so the first error reported does not depend on scheduling.
+    let groups: Vec<(String, Vec<(Option<i64>, &Node)>)> = groups.into_iter().collect();
+    let encoded: Vec<Result<(String, String), WriteError>> = groups
+        .into_par_iter()
+        .map(|(path, mut nodes)| {
+            // Stable: equal indexes keep their incoming order; index-less first.
+            nodes.sort_by_key(|(index, _)| index.map_or((0, 0), |index| (1, index)));
+            let mut cleaned = Vec::with_capacity(nodes.len());
+            for (_, node) in nodes {
+                let mut node = node.clone();
+                let seq_indent =
+                    SeqIndent::from_annotation(resource::annotation(&node, resource::SEQ_INDENT));
+                for key in READER_ANNOTATIONS {
+                    resource::remove_annotation(&mut node, key);
+                }
+                resource::clear_empty_annotations(&mut node);
+                cleaned.push((seq_indent, node));
             }
-            resource::clear_empty_annotations(&mut node);
-            cleaned.push((seq_indent, node));
-        }
-        let content = if path.ends_with(".json") && cleaned.len() == 1 {
-            let mut out = String::new();
-            let node = &cleaned[0].1;
-            let mut anchors = HashMap::new();
-            collect_anchors(node, &mut anchors);
-            write_json(node.root(), &anchors, 0, &mut out, &path)?;
-            out.push('\n');
-            out
-        } else {
-            let mut out = String::new();
-            let mut encoder = Encoder::new(&mut out);
-            for (seq_indent, node) in &cleaned {
-                encoder.set_seq_indent(*seq_indent);
-                encoder.encode(node);
-            }
-            out
-        };
-        files.insert(path, content);
-    }
-    Ok(files)
+            let content = if path.ends_with(".json") && cleaned.len() == 1 {
+                let mut out = String::new();
+                let node = &cleaned[0].1;
+                let mut anchors = HashMap::new();
+                collect_anchors(node, &mut anchors);
+                write_json(node.root(), &anchors, 0, &mut out, &path)?;
+                out.push('\n');
+                out
+            } else {
+                let mut out = String::new();
+                let mut encoder = Encoder::new(&mut out);
+                for (seq_indent, node) in &cleaned {
+                    encoder.set_seq_indent(*seq_indent);
+                    encoder.encode(node);
+                }
+                out
+            };
+            Ok((path, content))
+        })
+        .collect();
+    encoded.into_iter().collect()
 }
 
 /// What writing `resources` into the package at `dir` would change: every
@@ -137,11 +144,15 @@ pub fn plan_package(
             changes.delete(relative.clone());
         }
     }
-    for (relative, content) in files {
-        let target = dir.join(&relative);
-        if std::fs::read(&target).is_ok_and(|existing| existing == content.as_bytes()) {
-            continue;
-        }
+    // Reading each current file to compare is I/O on many small files:
+    // done in parallel, then recorded in path order.
+    let changed: Vec<(String, String)> = files
+        .into_par_iter()
+        .filter(|(relative, content)| {
+            !std::fs::read(dir.join(relative)).is_ok_and(|existing| existing == content.as_bytes())
+        })
+        .collect();
+    for (relative, content) in changed {
         changes.write(relative, content);
     }
     Ok(changes)
