@@ -125,7 +125,8 @@ pub struct RenderArgs {
 /// Flags of `fn eval`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// Package directory, or `-` to read a ResourceList from stdin.
+    /// Package directory (default: the current directory), or `-` to read
+    /// a ResourceList from stdin.
     pub dir: Option<String>,
     /// The function image.
     #[arg(short = 'i', long = "image")]
@@ -155,7 +156,15 @@ pub struct EvalArgs {
     /// The persistent function-result cache.
     #[command(flatten)]
     pub cache: CacheArgs,
-    /// `KEY=VALUE` pairs for the function's ConfigMap.
+    /// File holding the function's `functionConfig` (instead of `KEY=VALUE`s).
+    #[arg(long = "fn-config")]
+    pub fn_config: Option<PathBuf>,
+    /// Deprecated in kpt (meta resources such as the Kptfile are always
+    /// read); accepted so kpt command lines keep working.
+    #[arg(short = 'm', long = "include-meta-resources", hide = true)]
+    pub include_meta_resources: bool,
+    /// `KEY=VALUE` pairs for the function's ConfigMap (a leading bare word
+    /// is its kind).
     #[arg(last = true)]
     pub config: Vec<String>,
 }

@@ -1,30 +1,264 @@
-//! `krender fn eval -`, `fn source` and `fn sink`: the imperative commands
-//! the conformance chains pipe `fn render -o stdout` into.
+//! `krender fn eval` (on a ResourceList from stdin, `-`, or on a package
+//! directory written back in place), `fn source` and `fn sink`: the
+//! imperative commands the conformance chains pipe `fn render -o stdout` into.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Instant;
 
 use super::args::{EvalArgs, SinkArgs, SourceArgs};
-use super::render::{absolute, print_report};
+use super::render::{absolute, output_mode, print_report};
 use crate::hydrate::printer::Printer;
 use crate::hydrate::results::{FnResult, ResultItems, result_list_node};
-use crate::hydrate::{Report, bridge};
+use crate::hydrate::{Output, Report, bridge};
+use crate::krm::resource;
 use crate::pkg::kptfile::{self, DEFAULT_IMAGE_PREFIX};
+use crate::pkg::reader::ReadError;
 use crate::runtime::chain::{ChainOptions, image_evaluator};
 use crate::runtime::exec::ExecEvaluator;
 use crate::runtime::{Evaluator, FunctionTarget};
+use crate::yaml::node::{Node, Style, tag};
 
-/// Runs `fn eval` and returns the exit code.
+/// The function `fn eval` runs: its display name, target and evaluator.
+struct Function {
+    name: String,
+    image: String,
+    exec: String,
+}
+
+/// Runs `fn eval` and returns the exit code: on a ResourceList from stdin
+/// (`-`) or on the package tree at DIR, written back in place (or to `-o`).
 pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    if args.dir.as_deref() != Some("-") {
-        print_report(
-            &Report::Error("fn eval: only `-` (a ResourceList on stdin) is supported".to_owned()),
-            err,
-        );
-        return 1;
+    let prefix = args
+        .image_prefix
+        .clone()
+        .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned());
+    let function = match (&args.image, &args.exec) {
+        (Some(image), None) => {
+            let image = kptfile::with_default_tag(&kptfile::resolve_image(image, &prefix));
+            Function {
+                name: image.clone(),
+                image,
+                exec: String::new(),
+            }
+        }
+        (None, Some(exec)) if args.allow_exec => Function {
+            name: exec.clone(),
+            image: String::new(),
+            exec: exec.clone(),
+        },
+        (None, Some(_)) => {
+            print_report(
+                &Report::Error(crate::hydrate::ALLOW_EXEC_MESSAGE.to_owned()),
+                err,
+            );
+            return 1;
+        }
+        _ => {
+            print_report(
+                &Report::Error("must specify --image or --exec".to_owned()),
+                err,
+            );
+            return 1;
+        }
+    };
+    let config = match function_config(args) {
+        Ok(config) => config,
+        Err(message) => {
+            print_report(&Report::Error(message), err);
+            return 1;
+        }
+    };
+    let dir = args.dir.as_deref().unwrap_or(".");
+    if dir == "-" {
+        return run_on_stdin(args, &function, &config, out, err);
     }
+    run_on_package(args, dir, &function, &config, out, err)
+}
+
+/// kpt's eval functionConfig: the `--fn-config` file, or a ConfigMap named
+/// `function-input` built from the `KEY=VALUE` arguments (always built,
+/// with empty `data` when there are none). A leading argument without `=`
+/// names the kind. Keys keep kpt's insertion order: metadata, data, kind,
+/// apiVersion.
+fn function_config(args: &EvalArgs) -> Result<Node, String> {
+    if let Some(path) = &args.fn_config {
+        if !args.config.is_empty() {
+            return Err(
+                "function arguments can only be specified without function config file".to_owned(),
+            );
+        }
+        return read_fn_config(path);
+    }
+    let mut kind = "ConfigMap".to_owned();
+    let mut data = Node::new_mapping();
+    data.style = Style::FLOW;
+    for (i, pair) in args.config.iter().enumerate() {
+        match pair.split_once('=') {
+            Some((key, value)) => {
+                // Like kyaml's SetField: a repeated key replaces the value.
+                data.set(key, Node::new_scalar(tag::STR, value));
+            }
+            None if i == 0 => kind = pair.clone(),
+            None => return Err("args must have keys and values separated by =".to_owned()),
+        }
+    }
+    let mut root = Node::new_mapping();
+    let mut metadata = Node::new_mapping();
+    metadata.set("name", Node::new_string("function-input"));
+    root.set("metadata", metadata);
+    root.set("data", data);
+    root.set("kind", Node::new_string(kind));
+    root.set("apiVersion", Node::new_string("v1"));
+    Ok(root)
+}
+
+/// Reads `--fn-config`: its one resource, with the index and seqindent
+/// annotations kyaml's byte reader adds (no path annotations).
+fn read_fn_config(path: &Path) -> Result<Node, String> {
+    let missing = || format!("missing function config file: {}", path.display());
+    if !path.exists() {
+        return Err(missing());
+    }
+    let absolute = absolute(path);
+    let bytes = std::fs::read(&absolute).map_err(|error| error.to_string())?;
+    let text = crate::pkg::reader::decode_text(&bytes).ok_or_else(|| {
+        format!(
+            "{}: MalformedYAMLError: yaml: invalid leading UTF-8 octet",
+            absolute.display()
+        )
+    })?;
+    let options = crate::pkg::reader::ReadOptions::default();
+    let quoted = format!("{:?}", absolute.display().to_string());
+    let mut resources = crate::pkg::reader::parse_file("", &absolute, &text, &options).map_err(
+        |error| match error {
+            ReadError::Malformed { source, .. } => {
+                format!("failed to read functionConfig {quoted}: MalformedYAMLError: {source}")
+            }
+            other => format!("failed to read functionConfig {quoted}: {other}"),
+        },
+    )?;
+    match resources.len() {
+        1 => {}
+        // kpt beta.56 panics on an empty file.
+        0 => return Err(format!("functionConfig {quoted} holds no config")),
+        count => {
+            return Err(format!(
+                "functionConfig {quoted} must not contain more than one config, got {count}"
+            ));
+        }
+    }
+    let mut node = resources.remove(0);
+    resource::remove_annotation(&mut node, resource::LEGACY_PATH);
+    resource::remove_annotation(&mut node, resource::PATH);
+    Ok(node.root().clone())
+}
+
+/// What running the function produced.
+enum Ran {
+    /// The function ran and its output is usable.
+    Output(Vec<Node>),
+    /// It failed; the progress lines and messages are printed.
+    Failed,
+}
+
+/// Runs the function on `items`, printing kpt's progress lines, and saves
+/// `--results-dir`.
+fn run_function(
+    args: &EvalArgs,
+    function: &Function,
+    config: &Node,
+    items: Vec<Node>,
+    err: &mut dyn Write,
+) -> Ran {
+    let image_runtime = crate::engine::cache::wrap_image_evaluator(
+        image_evaluator(&ChainOptions {
+            image_pull_policy: args.image_pull_policy.clone(),
+        }),
+        &args.cache.options(),
+    );
+    let exec_runtime = ExecEvaluator;
+    let (evaluator, target): (&dyn Evaluator, FunctionTarget<'_>) = if function.image.is_empty() {
+        (&exec_runtime, FunctionTarget::Exec(&function.exec))
+    } else {
+        (
+            image_runtime.as_ref(),
+            FunctionTarget::Image(&function.image),
+        )
+    };
+    let mut printer = Printer::new(err, args.truncate_output);
+    printer.running(&function.name, None, None);
+    let started = Instant::now();
+    let run = bridge::run_filter(
+        evaluator,
+        target,
+        items,
+        Some(config),
+        true,
+        crate::hydrate::RenderOptions::default().timeout,
+    );
+    let elapsed = started.elapsed();
+    let run = match run {
+        Ok(run) => run,
+        Err(error) => {
+            printer.fail(&function.name, elapsed, &[]);
+            print_report(&Report::Error(error.to_string()), err);
+            return Ran::Failed;
+        }
+    };
+    let stderr = if function.image.is_empty() {
+        run.stderr.clone()
+    } else {
+        crate::hydrate::trim_container_stderr(&run.stderr)
+    };
+    let fn_result = FnResult {
+        image: function.image.clone(),
+        exec: function.exec.clone(),
+        stderr: stderr.clone(),
+        exit_code: run.exit_code,
+        results: ResultItems::from_node(run.results.as_ref()).unwrap_or_default(),
+    };
+    let lines = fn_result.results.lines();
+    let ran = if run.exit_code != 0 {
+        printer.fail(&function.name, elapsed, &lines);
+        printer.exec_error(&stderr, run.exit_code);
+        Ran::Failed
+    } else {
+        match run.output {
+            Ok(output) => {
+                printer.pass(&function.name, elapsed, &lines, &stderr);
+                Ran::Output(output)
+            }
+            Err(message) => {
+                printer.fail(&function.name, elapsed, &lines);
+                print_report(&Report::Error(message), err);
+                Ran::Failed
+            }
+        }
+    };
+    if let Some(dir) = &args.results_dir {
+        let node = result_list_node(i32::from(run.exit_code != 0), &[fn_result]);
+        let text = crate::yaml::to_string(&node, crate::yaml::SeqIndent::Wide);
+        // kpt names the file under the directory as given, after a blank line.
+        if std::fs::create_dir_all(absolute(dir)).is_ok() {
+            let file = dir.join("results.yaml");
+            if std::fs::write(absolute(&file), text).is_ok() {
+                let _ = writeln!(err, "\nFor complete results, see {}", file.display());
+            }
+        }
+    }
+    ran
+}
+
+/// `fn eval -`: a ResourceList on stdin, the output list on stdout.
+fn run_on_stdin(
+    args: &EvalArgs,
+    function: &Function,
+    config: &Node,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     let mut input = String::new();
     if let Err(error) = std::io::stdin().read_to_string(&mut input) {
         print_report(&Report::Error(error.to_string()), err);
@@ -37,120 +271,102 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             return 1;
         }
     };
-    let mut data = BTreeMap::new();
-    for pair in &args.config {
-        let (key, value) = pair.split_once('=').unwrap_or((pair.as_str(), ""));
-        data.insert(key.to_owned(), value.to_owned());
+    match run_function(args, function, config, items, err) {
+        Ran::Output(output) => {
+            let text = match args.output.as_deref() {
+                Some("unwrap") => bridge::unwrap_text(&output),
+                _ => bridge::resource_list_text(&output),
+            };
+            let _ = out.write_all(text.as_bytes());
+            0
+        }
+        Ran::Failed => 1,
     }
-    let config = (!data.is_empty()).then(|| bridge::config_map_node(&data));
-    let prefix = args
-        .image_prefix
-        .clone()
-        .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned());
-    let image_runtime = crate::engine::cache::wrap_image_evaluator(
-        image_evaluator(&ChainOptions {
-            image_pull_policy: args.image_pull_policy.clone(),
-        }),
-        &args.cache.options(),
-    );
-    let exec_runtime = ExecEvaluator;
-    let (name, evaluator, image, exec): (String, &dyn Evaluator, String, String) =
-        match (&args.image, &args.exec) {
-            (Some(image), None) => {
-                let image = kptfile::with_default_tag(&kptfile::resolve_image(image, &prefix));
-                (image.clone(), image_runtime.as_ref(), image, String::new())
-            }
-            (None, Some(exec)) if args.allow_exec => {
-                (exec.clone(), &exec_runtime, String::new(), exec.clone())
-            }
-            (None, Some(_)) => {
-                print_report(
-                    &Report::Error(crate::hydrate::ALLOW_EXEC_MESSAGE.to_owned()),
-                    err,
-                );
-                return 1;
-            }
-            _ => {
-                print_report(
-                    &Report::Error("must specify --image or --exec".to_owned()),
-                    err,
-                );
-                return 1;
-            }
-        };
-    let target = if image.is_empty() {
-        FunctionTarget::Exec(&exec)
-    } else {
-        FunctionTarget::Image(&image)
-    };
-    let mut printer = Printer::new(err, args.truncate_output);
-    printer.running(&name, None, None);
-    let started = Instant::now();
-    let run = bridge::run_filter(
-        evaluator,
-        target,
-        items,
-        config.as_ref(),
-        true,
-        crate::hydrate::RenderOptions::default().timeout,
-    );
-    let elapsed = started.elapsed();
-    let mut fn_result = FnResult {
-        image: image.clone(),
-        exec: exec.clone(),
-        ..FnResult::default()
-    };
-    let run = match run {
-        Ok(run) => run,
-        Err(error) => {
-            printer.fail(&name, elapsed, &[]);
-            print_report(&Report::Error(error.to_string()), err);
+}
+
+/// `fn eval DIR`: the whole package tree (subpackages and Kptfiles
+/// included, `.krmignore` honoured) is the function's input, read as
+/// `fn source` reads it; the output goes back into DIR as one atomic
+/// commit — files whose resources all went away are deleted, resources
+/// without a path get kyaml's default — or to `-o stdout|unwrap|DIR`.
+/// A failing function changes nothing.
+fn run_on_package(
+    args: &EvalArgs,
+    dir: &str,
+    function: &Function,
+    config: &Node,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let root = absolute(Path::new(dir));
+    if std::fs::symlink_metadata(&root).is_err() {
+        let message = format!("lstat {dir}: no such file or directory");
+        print_report(&Report::Error(message), err);
+        return 1;
+    }
+    let output = output_mode(args.output.as_deref());
+    // Lifecycle (issue 8): lock the package (exclusively when writing it
+    // back) and recover interrupted commits before reading it; the lock is
+    // released when `_session` drops.
+    let _session = match super::rpkg::open_for_render(&root, output == Output::InPlace, err) {
+        Ok(session) => session,
+        Err(report) => {
+            print_report(&report, err);
             return 1;
         }
     };
-    let stderr = if image.is_empty() {
-        run.stderr.clone()
-    } else {
-        crate::hydrate::trim_container_stderr(&run.stderr)
-    };
-    fn_result.stderr = stderr.clone();
-    fn_result.exit_code = run.exit_code;
-    fn_result.results = ResultItems::from_node(run.results.as_ref()).unwrap_or_default();
-    let lines = fn_result.results.lines();
-    let code = if run.exit_code != 0 {
-        printer.fail(&name, elapsed, &lines);
-        printer.exec_error(&stderr, run.exit_code);
-        1
-    } else {
-        match &run.output {
-            Ok(output) => {
-                printer.pass(&name, elapsed, &lines, &stderr);
-                let text = match args.output.as_deref() {
-                    Some("unwrap") => bridge::unwrap_text(output),
-                    _ => bridge::resource_list_text(output),
-                };
-                let _ = out.write_all(text.as_bytes());
-                0
-            }
-            Err(message) => {
-                printer.fail(&name, elapsed, &lines);
-                print_report(&Report::Error(message.clone()), err);
-                return 1;
-            }
+    let items = match crate::hydrate::apply::source_resources(&root) {
+        Ok(items) => items,
+        Err(message) => {
+            print_report(&Report::Error(message), err);
+            return 1;
         }
     };
-    if let Some(dir) = &args.results_dir {
-        let node = result_list_node(i32::from(run.exit_code != 0), &[fn_result]);
-        let text = crate::yaml::to_string(&node, crate::yaml::SeqIndent::Wide);
-        let dir = absolute(dir);
-        if std::fs::create_dir_all(&dir).is_ok() {
-            let file = dir.join("results.yaml");
-            if std::fs::write(&file, text).is_ok() {
-                let _ = writeln!(err, "For complete results, see {}", file.display());
-            }
+    // The files that held resources: those the writer deletes when the
+    // function removed all of their resources.
+    let files_read: Vec<String> = items
+        .iter()
+        .filter_map(|node| resource::annotation(node, resource::PATH))
+        .map(str::to_owned)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let resources = match run_function(args, function, config, items, err) {
+        Ran::Output(resources) => resources,
+        Ran::Failed => return 1,
+    };
+    let written = match &output {
+        Output::InPlace => crate::pkg::writer::plan_package(&root, &resources, &files_read)
+            .map_err(|error| error.to_string())
+            .and_then(|changes| {
+                crate::lifecycle::draft::commit(&root, &changes)
+                    .map(|_| ())
+                    .map_err(|error| error.to_string())
+            }),
+        Output::Stdout => {
+            let _ = out.write_all(bridge::resource_list_text(&resources).as_bytes());
+            Ok(())
+        }
+        Output::Unwrap => {
+            let _ = out.write_all(bridge::unwrap_text(&resources).as_bytes());
+            Ok(())
+        }
+        // kpt checks the directory only once the function has run.
+        Output::Dir(target) if target.exists() => Err(format!(
+            "directory {:?} already exists, please delete the directory and retry",
+            args.output.as_deref().unwrap_or_default()
+        )),
+        Output::Dir(target) => {
+            crate::pkg::writer::write_new_dir(target, &resources).map_err(|error| error.to_string())
+        }
+    };
+    match written {
+        Ok(()) => 0,
+        Err(message) => {
+            print_report(&Report::Error(message), err);
+            1
         }
     }
-    code
 }
 
 /// Runs `fn source DIR`: prints the package tree as a ResourceList.
