@@ -3,6 +3,7 @@ mod builtins_chain;
 mod builtins_fixtures;
 mod builtins_native;
 mod builtins_porch;
+mod cli_eval_dir;
 mod cli_render;
 mod engine_cache;
 mod engine_incremental;

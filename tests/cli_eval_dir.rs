@@ -1,0 +1,372 @@
+//! End-to-end tests of `krender fn eval DIR` on `fixtures/eval/pkg` (a
+//! package with comments, a nested directory, a subpackage and a
+//! `.krmignore`d malformed file). Each test copies the package and the
+//! exec functions of `fixtures/eval/fns` into a temporary directory, runs
+//! the binary there, and compares exit code, stdout, stderr and every file
+//! byte for byte. The expected trees and streams in `fixtures/eval/expected`
+//! were recorded with kpt 1.0.0-beta.56 (`fixtures/eval/record-with-kpt.sh`);
+//! stderr follows the newer kpt style `fn render` uses (`Error: ... `,
+//! unquoted `Stderr:` lines).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/eval")
+}
+
+/// Every file below `dir` by `/`-separated relative path.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                let rel = path
+                    .strip_prefix(dir)
+                    .expect("inside")
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                files.insert(rel, bytes);
+            }
+        }
+    }
+    files
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read fixture") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            // fs::copy keeps the executable bit of the functions.
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    temp: tempfile::TempDir,
+}
+
+impl Run {
+    fn pkg(&self) -> BTreeMap<String, Vec<u8>> {
+        snapshot(&self.temp.path().join("pkg"))
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.temp.path().join(rel)).unwrap_or_default()
+    }
+}
+
+/// Runs `krender fn eval pkg <args>` in a scratch directory holding the
+/// package as `pkg/`, the functions and `fncfg.yaml`.
+fn eval(args: &[&str]) -> Run {
+    let temp = tempfile::tempdir().expect("tempdir");
+    copy_dir(&fixtures().join("pkg"), &temp.path().join("pkg"));
+    copy_dir(&fixtures().join("fns"), temp.path());
+    std::fs::copy(
+        fixtures().join("fncfg.yaml"),
+        temp.path().join("fncfg.yaml"),
+    )
+    .expect("copy");
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "eval", "pkg"])
+        .args(args)
+        .current_dir(temp.path())
+        .env_remove("KPT_IMAGE_PREFIX")
+        .env("KRENDER_CACHE_DIR", temp.path().join(".cache"))
+        .output()
+        .expect("run krender");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: zero_durations(&String::from_utf8_lossy(&output.stderr)),
+        temp,
+    }
+}
+
+/// `[PASS] "f" in 100ms` → `in 0s`: a loaded machine may take longer.
+fn zero_durations(stderr: &str) -> String {
+    stderr
+        .lines()
+        .map(|line| match line.rsplit_once(" in ") {
+            Some((head, _)) if line.starts_with("[PASS]") || line.starts_with("[FAIL]") => {
+                format!("{head} in 0s\n")
+            }
+            _ => format!("{line}\n"),
+        })
+        .collect()
+}
+
+fn expected(rel: &str) -> String {
+    std::fs::read_to_string(fixtures().join("expected").join(rel)).expect("expected file")
+}
+
+fn assert_tree(actual: &BTreeMap<String, Vec<u8>>, expected: &BTreeMap<String, Vec<u8>>) {
+    assert_eq!(
+        actual.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>(),
+        "set of files"
+    );
+    for (rel, bytes) in expected {
+        assert_eq!(
+            String::from_utf8_lossy(&actual[rel]),
+            String::from_utf8_lossy(bytes),
+            "{rel}"
+        );
+    }
+}
+
+fn original() -> BTreeMap<String, Vec<u8>> {
+    snapshot(&fixtures().join("pkg"))
+}
+
+fn pass_lines(name: &str) -> String {
+    format!("[RUNNING] \"{name}\"\n[PASS] \"{name}\" in 0s\n")
+}
+
+#[test]
+fn eval_dir_rewrites_only_the_changed_file() {
+    let run = eval(&["--allow-exec", "--exec", "./rename.sh", "--", "a=b"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, pass_lines("./rename.sh"));
+    assert_eq!(run.stdout, "");
+    assert_tree(&run.pkg(), &snapshot(&fixtures().join("expected/rename")));
+}
+
+#[test]
+fn eval_dir_input_is_the_whole_tree_with_kpt_annotations() {
+    // Kptfiles and the subpackage are read, `.krmignore` and non-resource
+    // files are not; the ConfigMap's kind comes from the leading bare word.
+    let run = eval(&[
+        "--allow-exec",
+        "--exec",
+        "./record.sh",
+        "--",
+        "Foo",
+        "a=1",
+        "b=true",
+        "c=x y",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.read("input.yaml"), expected("record-input.yaml"));
+    assert_tree(&run.pkg(), &original());
+}
+
+#[test]
+fn eval_dir_fn_config_file_is_the_function_config() {
+    let run = eval(&[
+        "--allow-exec",
+        "--exec",
+        "./record.sh",
+        "--fn-config",
+        "fncfg.yaml",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.read("input.yaml"), expected("fn-config-input.yaml"));
+}
+
+#[test]
+fn eval_dir_deletes_emptied_files_and_writes_new_resources_at_default_paths() {
+    let run = eval(&["--allow-exec", "--exec", "./drop.sh"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, pass_lines("./drop.sh"));
+    assert_tree(&run.pkg(), &snapshot(&fixtures().join("expected/drop")));
+}
+
+#[test]
+fn eval_dir_failing_function_changes_nothing() {
+    let run = eval(&["--allow-exec", "--exec", "./fail.sh", "--", "a=b"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "[RUNNING] \"./fail.sh\"\n[FAIL] \"./fail.sh\" in 0s\n  Stderr:\n    something bad\n    \n  Exit code: 3\n\n"
+    );
+    assert_eq!(run.stdout, "");
+    assert_tree(&run.pkg(), &original());
+}
+
+#[test]
+fn eval_dir_unparsable_output_changes_nothing() {
+    let run = eval(&["--allow-exec", "--exec", "echo 'a: ['"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "[RUNNING] \"echo 'a: ['\"\n[FAIL] \"echo 'a: ['\" in 0s\nError: MalformedYAMLError: yaml: line 1: did not find expected node content \n"
+    );
+    assert_tree(&run.pkg(), &original());
+}
+
+#[test]
+fn eval_dir_stdout_prints_the_list_and_changes_nothing() {
+    let run = eval(&["--allow-exec", "--exec", "./rename.sh", "-o", "stdout"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, expected("rename-stdout.yaml"));
+    assert_eq!(run.stderr, pass_lines("./rename.sh"));
+    assert_tree(&run.pkg(), &original());
+}
+
+#[test]
+fn eval_dir_unwrap_prints_the_resources() {
+    let run = eval(&["--allow-exec", "--exec", "./rename.sh", "-o", "unwrap"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, expected("rename-unwrap.yaml"));
+    assert_tree(&run.pkg(), &original());
+}
+
+#[test]
+fn eval_dir_output_dir_is_written_and_must_not_exist() {
+    let run = eval(&["--allow-exec", "--exec", "./rename.sh", "-o", "out"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_tree(
+        &snapshot(&run.temp.path().join("out")),
+        &snapshot(&fixtures().join("expected/rename-out")),
+    );
+    assert_tree(&run.pkg(), &original());
+
+    // kpt checks the directory after running the function.
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "eval", "pkg", "--allow-exec", "--exec", "./rename.sh"])
+        .args(["-o", "out"])
+        .current_dir(run.temp.path())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        zero_durations(&String::from_utf8_lossy(&output.stderr)),
+        format!(
+            "{}Error: directory \"out\" already exists, please delete the directory and retry \n",
+            pass_lines("./rename.sh")
+        )
+    );
+}
+
+#[test]
+fn eval_dir_results_dir() {
+    let run = eval(&[
+        "--allow-exec",
+        "--exec",
+        "./rename.sh",
+        "--results-dir",
+        "results",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "{}\nFor complete results, see results/results.yaml\n",
+            pass_lines("./rename.sh")
+        )
+    );
+    assert_eq!(
+        run.read("results/results.yaml"),
+        "apiVersion: kpt.dev/v1\nkind: FunctionResultList\nmetadata:\n  name: fnresults\nexitCode: 0\nitems:\n  - exec: ./rename.sh\n    exitCode: 0\n"
+    );
+}
+
+#[test]
+fn eval_dir_builtin_image_sets_the_namespace_in_subpackages_too() {
+    let run = eval(&["--image", "set-namespace:v0.4.1", "--", "namespace=prod"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let image = "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1";
+    assert_eq!(
+        run.stderr,
+        format!(
+            "[RUNNING] \"{image}\"\n[PASS] \"{image}\" in 0s\n  [Results]:\n    [info]: namespace [default] updated to \"prod\", 4 value(s) changed\n    [info]: all `depends-on` annotations are up-to-date. no `namespace` changed\n"
+        )
+    );
+    let mut want = original();
+    let with_namespace = |text: &[u8], name: &str| {
+        String::from_utf8_lossy(text)
+            .replace(
+                &format!("  name: {name}\n"),
+                &format!("  name: {name}\n  namespace: prod\n"),
+            )
+            .replace(
+                &format!("  name: {name} # name comment\n"),
+                &format!("  name: {name} # name comment\n  namespace: prod\n"),
+            )
+            .into_bytes()
+    };
+    let cm = with_namespace(&with_namespace(&want["cm.yaml"], "cm1"), "cm2");
+    want.insert("cm.yaml".into(), cm);
+    let svc = with_namespace(&want["dir/svc.yaml"], "s");
+    want.insert("dir/svc.yaml".into(), svc);
+    let deploy = with_namespace(&want["sub/deploy.yaml"], "d");
+    want.insert("sub/deploy.yaml".into(), deploy);
+    assert_tree(&run.pkg(), &want);
+}
+
+#[test]
+fn eval_dir_argument_errors() {
+    let run = eval(&["--allow-exec", "--exec", "./rename.sh", "--", "a=b", "c"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "Error: args must have keys and values separated by = \n"
+    );
+    let run = eval(&[
+        "--allow-exec",
+        "--exec",
+        "./rename.sh",
+        "--fn-config",
+        "fncfg.yaml",
+        "--",
+        "a=b",
+    ]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "Error: function arguments can only be specified without function config file \n"
+    );
+    let run = eval(&[
+        "--allow-exec",
+        "--exec",
+        "./rename.sh",
+        "--fn-config",
+        "missing.yaml",
+    ]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "Error: missing function config file: missing.yaml \n"
+    );
+    let run = eval(&["--exec", "./rename.sh"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "Error: must run with `--allow-exec` option to allow running function binaries \n"
+    );
+    assert_tree(&run.pkg(), &original());
+}
+
+#[test]
+fn eval_dir_missing_directory() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "eval", "nope", "--allow-exec", "--exec", "cat"])
+        .current_dir(temp.path())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "Error: lstat nope: no such file or directory \n"
+    );
+}
