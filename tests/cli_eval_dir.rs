@@ -370,3 +370,52 @@ fn eval_dir_missing_directory() {
         "Error: lstat nope: no such file or directory \n"
     );
 }
+
+#[test]
+fn eval_dir_selectors_pick_the_function_input() {
+    // Selected resources carry kpt's temporary resource id; data values a
+    // YAML 1.1 reader would not take as strings are quoted as kyaml does.
+    let run = eval(&[
+        "--allow-exec",
+        "--exec",
+        "./record.sh",
+        "--match-kind",
+        "ConfigMap",
+        "--exclude-name",
+        "cm1",
+        "--",
+        "x=y",
+        "a=1:20",
+        "b=on",
+        "c=010",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "[RUNNING] \"./record.sh\" on 1 resource(s)\n[PASS] \"./record.sh\" in 0s\n"
+    );
+    assert_eq!(run.read("input.yaml"), expected("select-input.yaml"));
+    assert_tree(&run.pkg(), &original());
+}
+
+#[test]
+fn eval_dir_excluded_resources_survive_a_function_that_drops_everything_else() {
+    // drop.sh removes the Service and the Deployment it sees; the excluded
+    // Service is merged back untouched.
+    let run = eval(&[
+        "--allow-exec",
+        "--exec",
+        "./drop.sh",
+        "--exclude-kind",
+        "Service",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "[RUNNING] \"./drop.sh\" on 5 resource(s)\n[PASS] \"./drop.sh\" in 0s\n"
+    );
+    assert_tree(
+        &run.pkg(),
+        &snapshot(&fixtures().join("expected/select-drop")),
+    );
+}

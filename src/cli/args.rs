@@ -163,10 +163,62 @@ pub struct EvalArgs {
     /// read); accepted so kpt command lines keep working.
     #[arg(short = 'm', long = "include-meta-resources", hide = true)]
     pub include_meta_resources: bool,
+    /// Which resources the function sees (kpt's `--match-*` flags).
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Which resources the function does not see (kpt's `--exclude-*` flags).
+    #[command(flatten)]
+    pub exclude: ExcludeArgs,
     /// `KEY=VALUE` pairs for the function's ConfigMap (a leading bare word
     /// is its kind).
     #[arg(last = true)]
     pub config: Vec<String>,
+}
+
+/// `fn eval`'s `--match-*` flags: one selector, all fields must match.
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// Select resources with this apiVersion.
+    #[arg(long = "match-api-version", default_value = "")]
+    pub match_api_version: String,
+    /// Select resources of this kind.
+    #[arg(long = "match-kind", default_value = "")]
+    pub match_kind: String,
+    /// Select resources with this name.
+    #[arg(long = "match-name", default_value = "")]
+    pub match_name: String,
+    /// Select resources in this namespace.
+    #[arg(long = "match-namespace", default_value = "")]
+    pub match_namespace: String,
+    /// Select resources with these labels (`KEY=VALUE`, repeatable).
+    #[arg(long = "match-labels")]
+    pub match_labels: Vec<String>,
+    /// Select resources with these annotations (`KEY=VALUE`, repeatable).
+    #[arg(long = "match-annotations")]
+    pub match_annotations: Vec<String>,
+}
+
+/// `fn eval`'s `--exclude-*` flags: one selector, all fields must match.
+#[derive(Debug, Args)]
+pub struct ExcludeArgs {
+    /// Exclude resources with this apiVersion.
+    #[arg(long = "exclude-api-version", default_value = "")]
+    pub exclude_api_version: String,
+    /// Exclude resources of this kind.
+    #[arg(long = "exclude-kind", default_value = "")]
+    pub exclude_kind: String,
+    /// Exclude resources with this name.
+    #[arg(long = "exclude-name", default_value = "")]
+    pub exclude_name: String,
+    /// Exclude resources in this namespace.
+    #[arg(long = "exclude-namespace", default_value = "")]
+    pub exclude_namespace: String,
+    /// Exclude resources with these labels (`KEY=VALUE`, repeatable).
+    #[arg(long = "exclude-labels")]
+    pub exclude_labels: Vec<String>,
+    /// Exclude resources with these annotations (`KEY=VALUE`, repeatable).
+    #[arg(long = "exclude-annotations")]
+    pub exclude_annotations: Vec<String>,
 }
 
 /// Flags of `fn source`.

@@ -2,7 +2,7 @@
 //! directory written back in place), `fn source` and `fn sink`: the
 //! imperative commands the conformance chains pipe `fn render -o stdout` into.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -11,9 +11,9 @@ use super::args::{EvalArgs, SinkArgs, SourceArgs};
 use super::render::{absolute, output_mode, print_report};
 use crate::hydrate::printer::Printer;
 use crate::hydrate::results::{FnResult, ResultItems, result_list_node};
-use crate::hydrate::{Output, Report, bridge};
+use crate::hydrate::{Output, Report, bridge, select};
 use crate::krm::resource;
-use crate::pkg::kptfile::{self, DEFAULT_IMAGE_PREFIX};
+use crate::pkg::kptfile::{self, DEFAULT_IMAGE_PREFIX, Selector};
 use crate::pkg::reader::ReadError;
 use crate::runtime::chain::{ChainOptions, image_evaluator};
 use crate::runtime::exec::ExecEvaluator;
@@ -25,6 +25,43 @@ struct Function {
     name: String,
     image: String,
     exec: String,
+    /// `--match-*` (at most one selector).
+    selectors: Vec<Selector>,
+    /// `--exclude-*` (at most one selector).
+    exclude: Vec<Selector>,
+}
+
+/// kpt's `parseSelectors`: a selector when any of its flags is set.
+fn selector(
+    fields: [&str; 4],
+    labels: &[String],
+    annotations: &[String],
+) -> Result<Vec<Selector>, String> {
+    let pairs = |items: &[String]| -> Result<BTreeMap<String, String>, String> {
+        items
+            .iter()
+            .map(|item| {
+                item.split_once('=')
+                    .map(|(key, value)| (key.to_owned(), value.to_owned()))
+                    // kpt beta.56 panics here; krender says why instead.
+                    .ok_or_else(|| format!("selector {item:?} must be KEY=VALUE"))
+            })
+            .collect()
+    };
+    let [api_version, kind, name, namespace] = fields;
+    let selector = Selector {
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+        namespace: namespace.to_owned(),
+        labels: pairs(labels)?,
+        annotations: pairs(annotations)?,
+    };
+    Ok(if selector == Selector::default() {
+        Vec::new()
+    } else {
+        vec![selector]
+    })
 }
 
 /// Runs `fn eval` and returns the exit code: on a ResourceList from stdin
@@ -41,12 +78,16 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                 name: image.clone(),
                 image,
                 exec: String::new(),
+                selectors: Vec::new(),
+                exclude: Vec::new(),
             }
         }
         (None, Some(exec)) if args.allow_exec => Function {
             name: exec.clone(),
             image: String::new(),
             exec: exec.clone(),
+            selectors: Vec::new(),
+            exclude: Vec::new(),
         },
         (None, Some(_)) => {
             print_report(
@@ -60,6 +101,40 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                 &Report::Error("must specify --image or --exec".to_owned()),
                 err,
             );
+            return 1;
+        }
+    };
+    let selection = selector(
+        [
+            &args.select.match_api_version,
+            &args.select.match_kind,
+            &args.select.match_name,
+            &args.select.match_namespace,
+        ],
+        &args.select.match_labels,
+        &args.select.match_annotations,
+    )
+    .and_then(|selectors| {
+        let exclude = selector(
+            [
+                &args.exclude.exclude_api_version,
+                &args.exclude.exclude_kind,
+                &args.exclude.exclude_name,
+                &args.exclude.exclude_namespace,
+            ],
+            &args.exclude.exclude_labels,
+            &args.exclude.exclude_annotations,
+        )?;
+        Ok((selectors, exclude))
+    });
+    let function = match selection {
+        Ok((selectors, exclude)) => Function {
+            selectors,
+            exclude,
+            ..function
+        },
+        Err(message) => {
+            print_report(&Report::Error(message), err);
             return 1;
         }
     };
@@ -98,7 +173,11 @@ fn function_config(args: &EvalArgs) -> Result<Node, String> {
         match pair.split_once('=') {
             Some((key, value)) => {
                 // Like kyaml's SetField: a repeated key replaces the value.
-                data.set(key, Node::new_scalar(tag::STR, value));
+                let mut node = Node::new_scalar(tag::STR, value);
+                if is_yaml11_non_string(value) {
+                    node.style = Style::DOUBLE_QUOTED;
+                }
+                data.set(key, node);
             }
             None if i == 0 => kind = pair.clone(),
             None => return Err("args must have keys and values separated by =".to_owned()),
@@ -112,6 +191,22 @@ fn function_config(args: &EvalArgs) -> Result<Node, String> {
     root.set("kind", Node::new_string(kind));
     root.set("apiVersion", Node::new_string("v1"));
     Ok(root)
+}
+
+/// kyaml's `IsYaml1_1NonString`, which its `SetField` uses to double-quote
+/// values a YAML 1.1 reader would not take as strings (`y`, `on`, and
+/// everything YAML 1.2 reads as a number, bool or null).
+fn is_yaml11_non_string(value: &str) -> bool {
+    const OLD_BOOLS: [&str; 16] = [
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
+        "OFF",
+    ];
+    if value.is_empty() || value.contains('\n') {
+        return false;
+    }
+    // Sexagesimal numbers (`1:20`) are not on kyaml's list; the encoder
+    // single-quotes them as go-yaml does.
+    OLD_BOOLS.contains(&value) || crate::yaml::resolve::is_non_string(value)
 }
 
 /// Reads `--fn-config`: its one resource, with the index and seqindent
@@ -187,13 +282,35 @@ fn run_function(
             FunctionTarget::Image(&function.image),
         )
     };
+    // A selective run sees only the selected resources, tagged with kpt's
+    // temporary ids so its output can be merged back (as render's steps).
+    let selective = !function.selectors.is_empty() || !function.exclude.is_empty();
+    let mut items = items;
+    let (input, selected, selected_ids) = if selective {
+        select::set_resource_ids(&mut items);
+        let selected: Vec<Node> = select::select(&items, &function.selectors, &function.exclude)
+            .iter()
+            .filter_map(|&i| items.get(i).cloned())
+            .collect();
+        let ids: Vec<String> = selected
+            .iter()
+            .map(|r| {
+                resource::annotation(r, select::RESOURCE_ID)
+                    .unwrap_or("")
+                    .to_owned()
+            })
+            .collect();
+        (items, selected, ids)
+    } else {
+        (Vec::new(), items, Vec::new())
+    };
     let mut printer = Printer::new(err, args.truncate_output);
-    printer.running(&function.name, None, None);
+    printer.running(&function.name, selective.then_some(selected.len()), None);
     let started = Instant::now();
     let run = bridge::run_filter(
         evaluator,
         target,
-        items,
+        selected,
         Some(config),
         true,
         crate::hydrate::RenderOptions::default().timeout,
@@ -228,7 +345,13 @@ fn run_function(
         match run.output {
             Ok(output) => {
                 printer.pass(&function.name, elapsed, &lines, &stderr);
-                Ran::Output(output)
+                if selective {
+                    let mut merged = select::merge_with_input(output, input, &selected_ids);
+                    select::delete_resource_ids(&mut merged);
+                    Ran::Output(merged)
+                } else {
+                    Ran::Output(output)
+                }
             }
             Err(message) => {
                 printer.fail(&function.name, elapsed, &lines);
