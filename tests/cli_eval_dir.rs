@@ -77,6 +77,11 @@ impl Run {
 /// Runs `krender fn eval pkg <args>` in a scratch directory holding the
 /// package as `pkg/`, the functions and `fncfg.yaml`.
 fn eval(args: &[&str]) -> Run {
+    eval_target("pkg", args)
+}
+
+/// Like [`eval`] on another target below the scratch directory.
+fn eval_target(target: &str, args: &[&str]) -> Run {
     let temp = tempfile::tempdir().expect("tempdir");
     copy_dir(&fixtures().join("pkg"), &temp.path().join("pkg"));
     copy_dir(&fixtures().join("fns"), temp.path());
@@ -86,7 +91,7 @@ fn eval(args: &[&str]) -> Run {
     )
     .expect("copy");
     let output = Command::new(env!("CARGO_BIN_EXE_krender"))
-        .args(["fn", "eval", "pkg"])
+        .args(["fn", "eval", target])
         .args(args)
         .current_dir(temp.path())
         .env_remove("KPT_IMAGE_PREFIX")
@@ -418,4 +423,15 @@ fn eval_dir_excluded_resources_survive_a_function_that_drops_everything_else() {
         &run.pkg(),
         &snapshot(&fixtures().join("expected/select-drop")),
     );
+}
+
+#[test]
+fn eval_single_file_is_read_and_written_back_alone() {
+    let run = eval_target(
+        "pkg/cm.yaml",
+        &["--allow-exec", "--exec", "./rename.sh", "--", "a=b"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, pass_lines("./rename.sh"));
+    assert_tree(&run.pkg(), &snapshot(&fixtures().join("expected/rename")));
 }

@@ -250,6 +250,19 @@ fn read_fn_config(path: &Path) -> Result<Node, String> {
     Ok(node.root().clone())
 }
 
+/// The resources of one file, annotated as the package reader does.
+fn read_single_file(path: &Path, name: &str) -> Result<Vec<Node>, String> {
+    let bytes = std::fs::read(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    let text = crate::pkg::reader::decode_text(&bytes).ok_or_else(|| {
+        format!(
+            "{}: MalformedYAMLError: yaml: invalid leading UTF-8 octet",
+            path.display()
+        )
+    })?;
+    let options = crate::pkg::reader::ReadOptions::default();
+    crate::pkg::reader::parse_file(name, path, &text, &options).map_err(|error| error.to_string())
+}
+
 /// What running the function produced.
 enum Ran {
     /// The function ran and its output is usable.
@@ -421,12 +434,26 @@ fn run_on_package(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    let root = absolute(Path::new(dir));
-    if std::fs::symlink_metadata(&root).is_err() {
+    let given = absolute(Path::new(dir));
+    let Ok(metadata) = std::fs::symlink_metadata(&given) else {
         let message = format!("lstat {dir}: no such file or directory");
         print_report(&Report::Error(message), err);
         return 1;
-    }
+    };
+    // kyaml's reader also takes a single file: it is the whole input, its
+    // path annotation is its base name, and it is written back beside itself.
+    let single_file = metadata.is_file().then(|| {
+        given
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let root = match &single_file {
+        Some(_) => given
+            .parent()
+            .map_or_else(|| given.clone(), Path::to_path_buf),
+        None => given.clone(),
+    };
     let output = output_mode(args.output.as_deref());
     // Lifecycle (issue 8): lock the package (exclusively when writing it
     // back) and recover interrupted commits before reading it; the lock is
@@ -438,7 +465,11 @@ fn run_on_package(
             return 1;
         }
     };
-    let items = match crate::hydrate::apply::source_resources(&root) {
+    let read = match &single_file {
+        Some(name) => read_single_file(&given, name),
+        None => crate::hydrate::apply::source_resources(&root),
+    };
+    let items = match read {
         Ok(items) => items,
         Err(message) => {
             print_report(&Report::Error(message), err);
