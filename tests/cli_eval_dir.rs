@@ -435,3 +435,27 @@ fn eval_single_file_is_read_and_written_back_alone() {
     assert_eq!(run.stderr, pass_lines("./rename.sh"));
     assert_tree(&run.pkg(), &snapshot(&fixtures().join("expected/rename")));
 }
+
+#[test]
+fn eval_stdin_stream_gets_kpt_reader_annotations() {
+    // `fn eval -` on a plain multi-document stream (not a ResourceList):
+    // each document is indexed and keeps its own sequence indentation.
+    let temp = tempfile::tempdir().expect("tempdir");
+    copy_dir(&fixtures().join("fns"), temp.path());
+    let input = std::fs::File::open(fixtures().join("stream.yaml")).expect("stream");
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "eval", "-", "--allow-exec", "--exec", "./record.sh"])
+        .stdin(input)
+        .current_dir(temp.path())
+        .output()
+        .expect("run krender");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(temp.path().join("input.yaml")).expect("input"),
+        expected("stream-input.yaml")
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        expected("stream-stdout.yaml")
+    );
+}

@@ -400,13 +400,14 @@ fn run_on_stdin(
         print_report(&Report::Error(error.to_string()), err);
         return 1;
     }
-    let items = match bridge::parse_resource_list(&input) {
+    let mut items = match bridge::parse_resource_list(&input) {
         Ok(items) => items,
         Err(message) => {
             print_report(&Report::Error(message), err);
             return 1;
         }
     };
+    add_stream_seq_indent(&input, &mut items);
     match run_function(args, function, config, items, err) {
         Ran::Output(output) => {
             let text = match args.output.as_deref() {
@@ -417,6 +418,43 @@ fn run_on_stdin(
             0
         }
         Ran::Failed => 1,
+    }
+}
+
+/// kpt reads a plain multi-document stream on stdin with kyaml's
+/// `PreserveSeqIndent`: each resource also gets the seqindent annotation
+/// of its own document. A ResourceList (or List) is taken as it is.
+fn add_stream_seq_indent(text: &str, items: &mut [Node]) {
+    let normalized = text.replace("\r\n", "\n");
+    let Ok(pieces) = crate::pkg::reader::split_documents(&normalized, Path::new("-")) else {
+        return;
+    };
+    let mut indents = Vec::new();
+    for piece in pieces {
+        let Ok(Some(document)) = crate::yaml::parse_document(piece) else {
+            continue;
+        };
+        if document.content.is_empty() || document.root().is_null() {
+            continue;
+        }
+        if matches!(resource::kind(&document), Some("ResourceList" | "List")) {
+            return;
+        }
+        indents.push(crate::pkg::reader::derive_seq_indent(piece));
+    }
+    // Only when every document became one item, so indents line up.
+    if indents.len() != items.len() {
+        return;
+    }
+    for (node, indent) in items.iter_mut().zip(indents) {
+        if resource::annotation(node, resource::SEQ_INDENT).is_none() {
+            resource::set_annotation(
+                node,
+                resource::SEQ_INDENT,
+                indent.as_str(),
+                Style::SINGLE_QUOTED,
+            );
+        }
     }
 }
 
