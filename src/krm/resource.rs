@@ -6,6 +6,7 @@
 //! round trip). Every accessor here looks through the document wrapper.
 
 use crate::yaml::node::{Node, Style};
+use std::borrow::Cow;
 
 /// `config.kubernetes.io/index` (legacy reader annotation).
 pub const LEGACY_INDEX: &str = "config.kubernetes.io/index";
@@ -80,7 +81,7 @@ pub fn set_annotation(resource: &mut Node, key: &str, value: &str, new_style: St
     if let Some(existing) = annotations.get_mut(key) {
         if existing.is_scalar() {
             existing.value = value.to_owned();
-            existing.tag = crate::yaml::node::tag::STR.to_owned();
+            existing.tag = Cow::Borrowed(crate::yaml::node::tag::STR);
             return;
         }
     }

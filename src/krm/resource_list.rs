@@ -11,6 +11,7 @@
 //! parse per piece, fresh index annotations on every document, and the
 //! `ResourceList`/`List` unwrap.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
@@ -123,7 +124,7 @@ pub fn encode_output_list(items: &[Node]) -> String {
 
 fn encode_list(items: &[Node], function_config: Option<&Node>, clear: &[&str]) -> String {
     let mut sequence = Node::new_sequence();
-    sequence.tag = String::new();
+    sequence.tag = Cow::Borrowed("");
     for item in items {
         let mut root = item.root().clone();
         for key in clear {
@@ -133,7 +134,7 @@ fn encode_list(items: &[Node], function_config: Option<&Node>, clear: &[&str]) -
         sequence.content.push(root);
     }
     let mut list = Node::new_mapping();
-    list.tag = String::new();
+    list.tag = Cow::Borrowed("");
     let entries = [
         (
             "apiVersion",

@@ -168,7 +168,7 @@ fn short_tag(node: &Node) -> String {
             _ => resolve_plain(&node.value).to_owned(),
         }
     } else {
-        node.tag.clone()
+        node.tag.to_string()
     }
 }
 

@@ -302,7 +302,7 @@ fn write_json(
 
 fn write_json_scalar(node: &Node, out: &mut String, path: &str) -> Result<(), WriteError> {
     let value = node.value.as_str();
-    match node.tag.as_str() {
+    match node.tag.as_ref() {
         tag::NULL => out.push_str("null"),
         tag::BOOL => out.push_str(if value.eq_ignore_ascii_case("true") {
             "true"

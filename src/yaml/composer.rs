@@ -310,9 +310,9 @@ fn unexpected_end() -> RawError {
 /// marks the node as tagged; otherwise `default_tag` applies.
 fn new_node(kind: NodeKind, default_tag: &str, event: &mut Event) -> Node {
     let (tag, style) = if !event.tag.is_empty() && event.tag != "!" {
-        (short_tag(&event.tag), Style::TAGGED)
+        (tag::intern(&short_tag(&event.tag)), Style::TAGGED)
     } else {
-        (default_tag.to_owned(), Style::PLAIN)
+        (tag::intern(default_tag), Style::PLAIN)
     };
     Node {
         kind,

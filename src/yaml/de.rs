@@ -1471,7 +1471,7 @@ mod tests {
         let mut alias = Node::new_scalar("", "b");
         alias.kind = crate::yaml::node::NodeKind::Alias;
         let mut merge_key = key("<<", 5);
-        merge_key.tag = tag::MERGE.to_owned();
+        merge_key.tag = std::borrow::Cow::Borrowed(tag::MERGE);
         let merged = mapping(
             5,
             vec![

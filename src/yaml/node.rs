@@ -9,6 +9,7 @@
 //! Mappings store keys and values alternately in `content`, as go-yaml does;
 //! the helper methods below hide that layout for ordinary edits.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// What sort of node this is (go-yaml `Kind`).
@@ -107,6 +108,8 @@ impl fmt::Debug for Style {
 
 /// Well-known short tags.
 pub mod tag {
+    use std::borrow::Cow;
+
     /// `!!str`
     pub const STR: &str = "!!str";
     /// `!!int`
@@ -127,6 +130,18 @@ pub mod tag {
     pub const SEQ: &str = "!!seq";
     /// `!!map`
     pub const MAP: &str = "!!map";
+
+    /// `tag` as a node stores it: a borrowed static for the well-known
+    /// tags and the empty tag, an owned copy otherwise.
+    pub fn intern(tag: &str) -> Cow<'static, str> {
+        const KNOWN: [&str; 12] = [
+            "", STR, INT, FLOAT, BOOL, NULL, TIMESTAMP, BINARY, MERGE, SEQ, MAP, "!!set",
+        ];
+        match KNOWN.iter().find(|known| **known == tag) {
+            Some(known) => Cow::Borrowed(known),
+            None => Cow::Owned(tag.to_owned()),
+        }
+    }
 }
 
 /// One YAML node, as go-yaml v3 models it. Cloning copies the whole subtree.
@@ -137,8 +152,10 @@ pub struct Node {
     /// Style bits.
     pub style: Style,
     /// Short tag (`!!str`, `!!map`, a custom `!foo`), or empty when unknown
-    /// (nodes built in code; the encoder then infers it).
-    pub tag: String,
+    /// (nodes built in code; the encoder then infers it). The well-known
+    /// tags are borrowed statics ([`tag::intern`]), so most nodes clone and
+    /// drop without touching the allocator for their tag.
+    pub tag: Cow<'static, str>,
     /// Scalar text with escapes resolved; the anchor name for an alias.
     pub value: String,
     /// Anchor name (`&name`) without the `&`, or empty.
@@ -164,7 +181,7 @@ impl Node {
         Node {
             kind,
             style: Style::PLAIN,
-            tag: tag.to_owned(),
+            tag: tag::intern(tag),
             value: String::new(),
             anchor: String::new(),
             content: Vec::new(),

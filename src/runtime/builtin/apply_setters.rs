@@ -2,6 +2,7 @@
 //! carrying a `# kpt-set: <pattern>` line comment from the setter values in
 //! the function config (spec catalog-functions §7).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use regex::Regex;
@@ -155,7 +156,7 @@ fn set_scalar(
         }
     }
     node.value = value.clone();
-    node.tag = String::new();
+    node.tag = Cow::Borrowed("");
     if value.is_empty() {
         node.style = Style::DOUBLE_QUOTED;
     }

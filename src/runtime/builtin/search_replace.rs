@@ -4,6 +4,7 @@
 
 use globset::GlobBuilder;
 use regex::Regex;
+use std::borrow::Cow;
 
 use super::sdk::{self, FieldRef, FileRef, FnResult, Outcome, ResourceList, go_quote};
 use crate::yaml::node::{Node, NodeKind};
@@ -266,7 +267,7 @@ fn walk(node: &mut Node, config: &Config, path: &mut String, matches: &mut Vec<(
                     None => put.clone(),
                 };
                 node.value = new_value;
-                node.tag = String::new();
+                node.tag = Cow::Borrowed("");
             }
             let rendered = to_string(node, SeqIndent::Compact).trim().to_owned();
             matches.push((path.clone(), rendered));
@@ -319,7 +320,7 @@ fn put_path(node: &mut Node, segments: &[&str], value: &str) {
     match current.get_mut(last) {
         Some(existing) if existing.is_scalar() => {
             existing.value = value.to_owned();
-            existing.tag = String::new();
+            existing.tag = Cow::Borrowed("");
         }
         Some(existing) => *existing = Node::new_untagged_scalar(value),
         None => current.set(last, Node::new_untagged_scalar(value)),

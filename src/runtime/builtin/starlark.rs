@@ -375,7 +375,7 @@ fn scalar_to_value<'v>(node: &Node, heap: Heap<'v>) -> Value<'v> {
             tag::STR
         }
     } else {
-        node.tag.as_str()
+        node.tag.as_ref()
     };
     let text = node.value.as_str();
     match effective_tag {
@@ -550,7 +550,7 @@ fn go_format_float(value: f64) -> String {
 /// go-yaml v3's map key order (`keyList.Less`): numbers before strings,
 /// strings compared with runs of digits read as numbers.
 fn go_key_order(a: &Node, b: &Node) -> Ordering {
-    let rank = |node: &Node| match node.tag.as_str() {
+    let rank = |node: &Node| match node.tag.as_ref() {
         tag::BOOL => 1,
         tag::INT | tag::FLOAT => 2,
         tag::STR => 3,
