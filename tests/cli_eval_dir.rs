@@ -459,3 +459,24 @@ fn eval_stdin_stream_gets_kpt_reader_annotations() {
         expected("stream-stdout.yaml")
     );
 }
+
+#[test]
+fn eval_dir_unusable_output_is_recorded_as_exit_code_one() {
+    let run = eval(&[
+        "--allow-exec",
+        "--exec",
+        "echo 'a: ['",
+        "--results-dir",
+        "results",
+    ]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "[RUNNING] \"echo 'a: ['\"\n[FAIL] \"echo 'a: ['\" in 0s\n\nFor complete results, see results/results.yaml\nError: MalformedYAMLError: yaml: line 1: did not find expected node content \n"
+    );
+    assert_eq!(
+        run.read("results/results.yaml"),
+        "apiVersion: kpt.dev/v1\nkind: FunctionResultList\nmetadata:\n  name: fnresults\nexitCode: 1\nitems:\n  - exec: echo 'a: ['\n    exitCode: 1\n"
+    );
+    assert_tree(&run.pkg(), &original());
+}

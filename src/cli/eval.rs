@@ -329,52 +329,59 @@ fn run_function(
         crate::hydrate::RenderOptions::default().timeout,
     );
     let elapsed = started.elapsed();
-    let run = match run {
-        Ok(run) => run,
-        Err(error) => {
-            printer.fail(&function.name, elapsed, &[]);
-            print_report(&Report::Error(error.to_string()), err);
-            return Ran::Failed;
-        }
-    };
-    let stderr = if function.image.is_empty() {
-        run.stderr.clone()
-    } else {
-        crate::hydrate::trim_container_stderr(&run.stderr)
-    };
-    let fn_result = FnResult {
+    let mut fn_result = FnResult {
         image: function.image.clone(),
         exec: function.exec.clone(),
-        stderr: stderr.clone(),
-        exit_code: run.exit_code,
-        results: ResultItems::from_node(run.results.as_ref()).unwrap_or_default(),
+        ..FnResult::default()
     };
-    let lines = fn_result.results.lines();
-    let ran = if run.exit_code != 0 {
-        printer.fail(&function.name, elapsed, &lines);
-        printer.exec_error(&stderr, run.exit_code);
-        Ran::Failed
-    } else {
-        match run.output {
-            Ok(output) => {
-                printer.pass(&function.name, elapsed, &lines, &stderr);
-                if selective {
-                    let mut merged = select::merge_with_input(output, input, &selected_ids);
-                    select::delete_resource_ids(&mut merged);
-                    Ran::Output(merged)
-                } else {
-                    Ran::Output(output)
-                }
-            }
-            Err(message) => {
+    // kpt prints the results line before the error of a function that
+    // could not run or whose output is unusable, and records exit code 1.
+    let mut error = None;
+    let ran = match run {
+        Err(failure) => {
+            printer.fail(&function.name, elapsed, &[]);
+            fn_result.exit_code = 1;
+            error = Some(failure.to_string());
+            Ran::Failed
+        }
+        Ok(run) => {
+            let stderr = if function.image.is_empty() {
+                run.stderr.clone()
+            } else {
+                crate::hydrate::trim_container_stderr(&run.stderr)
+            };
+            fn_result.stderr = stderr.clone();
+            fn_result.exit_code = run.exit_code;
+            fn_result.results = ResultItems::from_node(run.results.as_ref()).unwrap_or_default();
+            let lines = fn_result.results.lines();
+            if run.exit_code != 0 {
                 printer.fail(&function.name, elapsed, &lines);
-                print_report(&Report::Error(message), err);
+                printer.exec_error(&stderr, run.exit_code);
                 Ran::Failed
+            } else {
+                match run.output {
+                    Ok(output) => {
+                        printer.pass(&function.name, elapsed, &lines, &stderr);
+                        if selective {
+                            let mut merged = select::merge_with_input(output, input, &selected_ids);
+                            select::delete_resource_ids(&mut merged);
+                            Ran::Output(merged)
+                        } else {
+                            Ran::Output(output)
+                        }
+                    }
+                    Err(message) => {
+                        printer.fail(&function.name, elapsed, &lines);
+                        fn_result.exit_code = 1;
+                        error = Some(message);
+                        Ran::Failed
+                    }
+                }
             }
         }
     };
     if let Some(dir) = &args.results_dir {
-        let node = result_list_node(i32::from(run.exit_code != 0), &[fn_result]);
+        let node = result_list_node(i32::from(fn_result.exit_code != 0), &[fn_result]);
         let text = crate::yaml::to_string(&node, crate::yaml::SeqIndent::Wide);
         // kpt names the file under the directory as given, after a blank line.
         if std::fs::create_dir_all(absolute(dir)).is_ok() {
@@ -383,6 +390,9 @@ fn run_function(
                 let _ = writeln!(err, "\nFor complete results, see {}", file.display());
             }
         }
+    }
+    if let Some(message) = error {
+        print_report(&Report::Error(message), err);
     }
     ran
 }
