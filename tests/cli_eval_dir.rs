@@ -476,7 +476,7 @@ fn eval_dir_unusable_output_is_recorded_as_exit_code_one() {
     );
     assert_eq!(
         run.read("results/results.yaml"),
-        "apiVersion: kpt.dev/v1\nkind: FunctionResultList\nmetadata:\n  name: fnresults\nexitCode: 1\nitems:\n  - exec: echo 'a: ['\n    exitCode: 1\n"
+        "apiVersion: kpt.dev/v1\nkind: FunctionResultList\nmetadata:\n  name: fnresults\nexitCode: 1\nitems:\n  - exec: 'echo ''a: ['''\n    exitCode: 1\n"
     );
     assert_tree(&run.pkg(), &original());
 }
