@@ -480,3 +480,22 @@ fn eval_dir_unusable_output_is_recorded_as_exit_code_one() {
     );
     assert_tree(&run.pkg(), &original());
 }
+
+#[test]
+fn eval_dir_image_wins_over_exec_as_in_kpt() {
+    let run = eval(&[
+        "--exec",
+        "./fail.sh",
+        "--image",
+        "set-namespace:v0.4.1",
+        "--",
+        "namespace=prod",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.read("pkg/dir/svc.yaml")
+            .ends_with("  name: s\n  namespace: prod\n"),
+        "{}",
+        run.read("pkg/dir/svc.yaml")
+    );
+}

@@ -71,8 +71,12 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         .image_prefix
         .clone()
         .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned());
-    let function = match (&args.image, &args.exec) {
-        (Some(image), None) => {
+    // As in kpt, an empty flag counts as unset and `--image` wins when both
+    // are given.
+    let image = args.image.as_ref().filter(|image| !image.is_empty());
+    let exec = args.exec.as_ref().filter(|exec| !exec.is_empty());
+    let function = match (image, exec) {
+        (Some(image), _) => {
             let image = kptfile::with_default_tag(&kptfile::resolve_image(image, &prefix));
             Function {
                 name: image.clone(),
