@@ -20,7 +20,8 @@ use crate::runtime::exec::ExecEvaluator;
 use crate::runtime::{Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style, tag};
 
-/// The function `fn eval` runs: its display name, target and evaluator.
+/// The function `fn eval` runs: its display name, what to run, and which
+/// resources it sees.
 struct Function {
     name: String,
     image: String,
