@@ -16,6 +16,8 @@ use crate::yaml::node::Node;
 
 pub(crate) mod apply_replacements;
 pub(crate) mod apply_setters;
+pub(crate) mod jsonschema;
+pub(crate) mod kubeconform;
 pub(crate) mod sdk;
 pub(crate) mod search_replace;
 pub(crate) mod set_annotations;
@@ -56,11 +58,13 @@ pub enum Builtin {
     DropComments,
     /// `set-image`
     SetImage,
+    /// `kubeconform`
+    Kubeconform,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 10] = [
+    pub const ALL: [Builtin; 11] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -71,6 +75,7 @@ impl Builtin {
         Builtin::NoOp,
         Builtin::DropComments,
         Builtin::SetImage,
+        Builtin::Kubeconform,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -86,6 +91,7 @@ impl Builtin {
             Builtin::NoOp => "no-op",
             Builtin::DropComments => "drop-comments",
             Builtin::SetImage => "set-image",
+            Builtin::Kubeconform => "kubeconform",
         }
     }
 
@@ -131,6 +137,7 @@ impl Builtin {
             Builtin::ApplyReplacements => apply_replacements::run(input),
             Builtin::ApplySetters => apply_setters::run(input),
             Builtin::SetImage => set_image::run(input),
+            Builtin::Kubeconform => kubeconform::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).

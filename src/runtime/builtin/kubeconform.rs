@@ -1,0 +1,259 @@
+//! `kubeconform` (kpt Go SDK, family K): validates every item against the
+//! Kubernetes JSON schemas bundled with krender (v1.37.0, from
+//! `assets/kubeconform/`) and reports one `error` result per schema
+//! violation (spec catalog-functions §11). Items pass through unchanged.
+//!
+//! Configuration is the ConfigMap `data` of the function config:
+//! - `strict`: closes every object schema with `properties` (the `-strict`
+//!   schema variants, derived here instead of vendored twice);
+//! - `ignore_missing_schemas`: accepted; kinds without a schema (custom
+//!   resources, Kptfile) never produce a result, as both conformance cases
+//!   show even without it;
+//! - `skip_kinds`: comma-separated kinds (`Deployment`) or
+//!   `apiVersion/kind` (`apps/v1/Deployment`) not to validate;
+//! - `kubernetes_version`: `master` (the default) or the bundled version;
+//!   anything else is an error result, as is `schema_locations` naming
+//!   anything but `default` (a container image could not read host paths
+//!   either, and krender downloads nothing).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+use super::jsonschema::{Instance, Validator};
+use super::sdk::{FieldRef, FileRef, FnResult, Outcome, ResourceList, ResourceRef, file_path};
+use crate::yaml::node::Node;
+
+/// The Kubernetes version of the bundled schemas.
+pub(crate) const BUNDLED_VERSION: &str = "1.37.0";
+
+/// The bundled definitions (`$defs` of the yannh-style `_definitions.json`,
+/// descriptions stripped; see `assets/kubeconform/README.md`).
+const DEFINITIONS: &str = include_str!("../../../assets/kubeconform/definitions-v1.37.0.json");
+
+/// The parsed definitions and the index from group/version/kind to the
+/// definition name.
+struct Schemas {
+    defs: Map<String, Value>,
+    by_gvk: HashMap<(String, String, String), String>,
+}
+
+/// Parses the bundled definitions once per process.
+fn schemas() -> Result<&'static Schemas, String> {
+    static SCHEMAS: OnceLock<Result<Schemas, String>> = OnceLock::new();
+    SCHEMAS
+        .get_or_init(|| {
+            let mut document: Value = serde_json::from_str(DEFINITIONS)
+                .map_err(|err| format!("bundled schemas are unreadable: {err}"))?;
+            let defs = match document.get_mut("$defs").map(Value::take) {
+                Some(Value::Object(defs)) => defs,
+                _ => return Err("bundled schemas have no $defs".to_owned()),
+            };
+            let mut by_gvk = HashMap::new();
+            // Definitions are visited by name, so the first name wins when
+            // several claim one kind (meta/v1 DeleteOptions and friends).
+            for (name, schema) in &defs {
+                let Some(Value::Array(gvks)) = schema.get("x-kubernetes-group-version-kind")
+                else {
+                    continue;
+                };
+                for gvk in gvks {
+                    let field = |key: &str| {
+                        gvk.get(key)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned()
+                    };
+                    by_gvk
+                        .entry((field("group"), field("version"), field("kind")))
+                        .or_insert_with(|| name.clone());
+                }
+            }
+            Ok(Schemas { defs, by_gvk })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The function's settings.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Config {
+    strict: bool,
+    skip_kinds: Vec<String>,
+}
+
+impl Config {
+    /// Reads the ConfigMap `data`; an unusable setting is an error message.
+    fn from_function_config(config: Option<&Node>) -> Result<Config, String> {
+        let mut settings = Config::default();
+        let Some(data) = config.and_then(|config| config.get("data")) else {
+            return Ok(settings);
+        };
+        for (key, value) in data.pairs() {
+            let value = value.value.trim();
+            match key.value.as_str() {
+                "strict" => settings.strict = parse_bool("strict", value)?,
+                "ignore_missing_schemas" => {
+                    parse_bool("ignore_missing_schemas", value)?;
+                }
+                "skip_kinds" => {
+                    settings.skip_kinds = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|kind| !kind.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                }
+                "kubernetes_version" => {
+                    let version = value.strip_prefix('v').unwrap_or(value);
+                    if !(value.is_empty() || value == "master" || version == BUNDLED_VERSION) {
+                        return Err(format!(
+                            "kubernetes_version {value:?} is not available: only the bundled \
+                             {BUNDLED_VERSION} schemas (also used for \"master\") can be used"
+                        ));
+                    }
+                }
+                "schema_locations" => {
+                    let unsupported: Vec<&str> = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|location| !location.is_empty() && *location != "default")
+                        .collect();
+                    if !unsupported.is_empty() {
+                        return Err(format!(
+                            "schema_locations {:?} are not supported: only the bundled schemas \
+                             (\"default\") can be used",
+                            unsupported.join(",")
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(settings)
+    }
+
+    fn skips(&self, api_version: &str, kind: &str) -> bool {
+        self.skip_kinds.iter().any(|skip| {
+            skip == kind
+                || skip
+                    .strip_suffix(kind)
+                    .and_then(|rest| rest.strip_suffix('/'))
+                    .is_some_and(|rest| rest == api_version)
+        })
+    }
+}
+
+/// Go `strconv.ParseBool`.
+fn parse_bool(key: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        _ => Err(format!(
+            "failed to parse {key}: strconv.ParseBool: parsing {value:?}: invalid syntax"
+        )),
+    }
+}
+
+/// Runs kubeconform on a parsed input.
+pub(crate) fn run(input: ResourceList) -> Outcome {
+    let config = match Config::from_function_config(input.function_config.as_ref()) {
+        Ok(config) => config,
+        Err(message) => return Outcome::sdk_failure(input, vec![FnResult::error(message)]),
+    };
+    let schemas = match schemas() {
+        Ok(schemas) => schemas,
+        Err(message) => return Outcome::sdk_failure(input, vec![FnResult::error(message)]),
+    };
+    let validator = Validator {
+        defs: &schemas.defs,
+        strict: config.strict,
+    };
+    let mut results = Vec::new();
+    for item in &input.items {
+        let api_version = item.get_str(&["apiVersion"]).unwrap_or_default();
+        let kind = item.get_str(&["kind"]).unwrap_or_default();
+        if config.skips(api_version, kind) {
+            continue;
+        }
+        let (group, version) = super::sdk::split_api_version(api_version);
+        let key = (group.to_owned(), version.to_owned(), kind.to_owned());
+        let Some(schema) = schemas
+            .by_gvk
+            .get(&key)
+            .and_then(|name| schemas.defs.get(name))
+        else {
+            continue;
+        };
+        let reference = ResourceRef::of(item);
+        let file = file_path(item).map(|path| FileRef {
+            path: path.to_owned(),
+            index: 0,
+        });
+        for leaf in validator.validate(schema, &Instance::from_node(item)) {
+            results.push(FnResult {
+                resource_ref: Some(reference.clone()),
+                // The function turns the JSON pointer into a dotted path;
+                // an error on the object itself has no field.
+                field: (!leaf.location.is_empty()).then(|| FieldRef {
+                    path: leaf.location.join("."),
+                    ..FieldRef::default()
+                }),
+                file: file.clone(),
+                ..FnResult::error(leaf.message)
+            });
+        }
+    }
+    if results.is_empty() {
+        Outcome::sdk(input, results)
+    } else {
+        Outcome::sdk_failure(input, results)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_schemas_index_core_kinds() {
+        let schemas = schemas();
+        assert!(schemas.is_ok(), "{:?}", schemas.err());
+        let Ok(schemas) = schemas else { return };
+        for (group, version, kind) in [
+            ("apps", "v1", "Deployment"),
+            ("", "v1", "ConfigMap"),
+            ("", "v1", "Service"),
+            ("networking.k8s.io", "v1", "Ingress"),
+        ] {
+            let key = (group.to_owned(), version.to_owned(), kind.to_owned());
+            assert!(schemas.by_gvk.contains_key(&key), "{kind}");
+        }
+    }
+
+    #[test]
+    fn skip_kinds_match_kind_or_qualified_kind() {
+        let config = Config {
+            skip_kinds: vec!["ConfigMap".to_owned(), "apps/v1/Deployment".to_owned()],
+            ..Config::default()
+        };
+        assert!(config.skips("v1", "ConfigMap"));
+        assert!(config.skips("apps/v1", "Deployment"));
+        assert!(!config.skips("apps/v1beta1", "Deployment"));
+        assert!(!config.skips("v1", "Service"));
+    }
+
+    #[test]
+    fn bools_parse_like_go() {
+        assert_eq!(parse_bool("strict", "True"), Ok(true));
+        assert_eq!(parse_bool("strict", "0"), Ok(false));
+        assert_eq!(
+            parse_bool("strict", "yes"),
+            Err(
+                "failed to parse strict: strconv.ParseBool: parsing \"yes\": invalid syntax"
+                    .to_owned()
+            )
+        );
+    }
+}
