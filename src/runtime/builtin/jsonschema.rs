@@ -119,10 +119,10 @@ fn scalar(node: &Node) -> Instance {
         | Style::SINGLE_QUOTED.bits()
         | Style::LITERAL.bits()
         | Style::FOLDED.bits();
-    let explicit = node.tag.strip_prefix("tag:yaml.org,2002:").map_or_else(
-        || node.tag.to_string(),
-        |rest| format!("!!{rest}"),
-    );
+    let explicit = node
+        .tag
+        .strip_prefix("tag:yaml.org,2002:")
+        .map_or_else(|| node.tag.to_string(), |rest| format!("!!{rest}"));
     let text = node.value.as_str();
     let resolved = if explicit.is_empty() || explicit == "!" {
         if node.style.bits() & quoted != 0 {
@@ -374,7 +374,13 @@ impl Validator<'_> {
         }
     }
 
-    fn passes(&self, schema: &Value, instance: &Instance, location: &[String], depth: usize) -> bool {
+    fn passes(
+        &self,
+        schema: &Value,
+        instance: &Instance,
+        location: &[String],
+        depth: usize,
+    ) -> bool {
         let mut leaves = Vec::new();
         let mut location = location.to_vec();
         self.check(schema, instance, &mut location, depth + 1, &mut leaves);
@@ -435,7 +441,10 @@ impl Validator<'_> {
         if !unknown.is_empty() {
             out.push(Leaf {
                 location: location.clone(),
-                message: format!("additional properties {} not allowed", join_quoted(&unknown)),
+                message: format!(
+                    "additional properties {} not allowed",
+                    join_quoted(&unknown)
+                ),
             });
         }
     }

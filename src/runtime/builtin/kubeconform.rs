@@ -2,6 +2,9 @@
 //! Kubernetes JSON schemas bundled with krender (v1.37.0, from
 //! `assets/kubeconform/`) and reports one `error` result per schema
 //! violation (spec catalog-functions §11). Items pass through unchanged.
+//! A schema is found as kubeconform finds its yannh schema file (lower-cased
+//! kind, first label of the group, version); results follow item order,
+//! then the validator's order (`jsonschema`).
 //!
 //! Configuration is the ConfigMap `data` of the function config:
 //! - `strict`: closes every object schema with `properties` (the `-strict`
@@ -32,11 +35,29 @@ pub(crate) const BUNDLED_VERSION: &str = "1.37.0";
 /// descriptions stripped; see `assets/kubeconform/README.md`).
 const DEFINITIONS: &str = include_str!("../../../assets/kubeconform/definitions-v1.37.0.json");
 
-/// The parsed definitions and the index from group/version/kind to the
+/// The parsed definitions and the index from schema file name to the
 /// definition name.
 struct Schemas {
     defs: Map<String, Value>,
-    by_gvk: HashMap<(String, String, String), String>,
+    /// Keyed by the yannh file name without `.json`
+    /// (`deployment-apps-v1`, `configmap-v1`), the way kubeconform finds a
+    /// schema: lower-cased kind, first label of the group, version. So
+    /// `kind: deployment` finds the Deployment schema and then fails its
+    /// `kind` enum, as in kubeconform.
+    by_file: HashMap<String, String>,
+}
+
+/// kubeconform's schema file name (without `.json`) for a resource.
+fn schema_file(api_version: &str, kind: &str) -> String {
+    let mut parts = api_version.split('/');
+    let group = parts.next().unwrap_or_default();
+    let group = group.split('.').next().unwrap_or_default();
+    let mut name = format!("{}-{}", kind.to_lowercase(), group.to_lowercase());
+    if let Some(version) = parts.next() {
+        name.push('-');
+        name.push_str(&version.to_lowercase());
+    }
+    name
 }
 
 /// Parses the bundled definitions once per process.
@@ -50,12 +71,11 @@ fn schemas() -> Result<&'static Schemas, String> {
                 Some(Value::Object(defs)) => defs,
                 _ => return Err("bundled schemas have no $defs".to_owned()),
             };
-            let mut by_gvk = HashMap::new();
+            let mut by_file = HashMap::new();
             // Definitions are visited by name, so the first name wins when
             // several claim one kind (meta/v1 DeleteOptions and friends).
             for (name, schema) in &defs {
-                let Some(Value::Array(gvks)) = schema.get("x-kubernetes-group-version-kind")
-                else {
+                let Some(Value::Array(gvks)) = schema.get("x-kubernetes-group-version-kind") else {
                     continue;
                 };
                 for gvk in gvks {
@@ -65,12 +85,18 @@ fn schemas() -> Result<&'static Schemas, String> {
                             .unwrap_or_default()
                             .to_owned()
                     };
-                    by_gvk
-                        .entry((field("group"), field("version"), field("kind")))
+                    let group = field("group");
+                    let api_version = if group.is_empty() {
+                        field("version")
+                    } else {
+                        format!("{group}/{}", field("version"))
+                    };
+                    by_file
+                        .entry(schema_file(&api_version, &field("kind")))
                         .or_insert_with(|| name.clone());
                 }
             }
-            Ok(Schemas { defs, by_gvk })
+            Ok(Schemas { defs, by_file })
         })
         .as_ref()
         .map_err(Clone::clone)
@@ -177,11 +203,9 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
         if config.skips(api_version, kind) {
             continue;
         }
-        let (group, version) = super::sdk::split_api_version(api_version);
-        let key = (group.to_owned(), version.to_owned(), kind.to_owned());
         let Some(schema) = schemas
-            .by_gvk
-            .get(&key)
+            .by_file
+            .get(&schema_file(api_version, kind))
             .and_then(|name| schemas.defs.get(name))
         else {
             continue;
@@ -221,15 +245,28 @@ mod tests {
         let schemas = schemas();
         assert!(schemas.is_ok(), "{:?}", schemas.err());
         let Ok(schemas) = schemas else { return };
-        for (group, version, kind) in [
-            ("apps", "v1", "Deployment"),
-            ("", "v1", "ConfigMap"),
-            ("", "v1", "Service"),
-            ("networking.k8s.io", "v1", "Ingress"),
+        for (file, definition) in [
+            ("deployment-apps-v1", "io.k8s.api.apps.v1.Deployment"),
+            ("configmap-v1", "io.k8s.api.core.v1.ConfigMap"),
+            ("service-v1", "io.k8s.api.core.v1.Service"),
+            ("ingress-networking-v1", "io.k8s.api.networking.v1.Ingress"),
         ] {
-            let key = (group.to_owned(), version.to_owned(), kind.to_owned());
-            assert!(schemas.by_gvk.contains_key(&key), "{kind}");
+            assert_eq!(
+                schemas.by_file.get(file).map(String::as_str),
+                Some(definition),
+                "{file}"
+            );
         }
+    }
+
+    #[test]
+    fn schema_files_are_named_like_yannh() {
+        assert_eq!(schema_file("apps/v1", "Deployment"), "deployment-apps-v1");
+        assert_eq!(schema_file("v1", "ConfigMap"), "configmap-v1");
+        assert_eq!(
+            schema_file("networking.k8s.io/v1", "Ingress"),
+            "ingress-networking-v1"
+        );
     }
 
     #[test]
