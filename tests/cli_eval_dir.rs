@@ -8,53 +8,13 @@
 //! stderr follows the newer kpt style `fn render` uses (`Error: ... `,
 //! unquoted `Stderr:` lines).
 
+use crate::support::{copy_dir, snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/eval")
-}
-
-/// Every file below `dir` by `/`-separated relative path.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(current) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&current) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if let Ok(bytes) = std::fs::read(&path) {
-                let rel = path
-                    .strip_prefix(dir)
-                    .expect("inside")
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                files.insert(rel, bytes);
-            }
-        }
-    }
-    files
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read fixture") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            // fs::copy keeps the executable bit of the functions.
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }
 
 struct Run {

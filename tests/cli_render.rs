@@ -4,6 +4,7 @@
 //! file byte for byte (a failed render must leave files untouched except
 //! the root Kptfile's status, as kpt does).
 
+use crate::support::{copy_dir, snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,43 +17,6 @@ struct Run {
     after: BTreeMap<String, Vec<u8>>,
     pkg: PathBuf,
     _temp: tempfile::TempDir,
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(current) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&current) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if let Ok(bytes) = std::fs::read(&path) {
-                let rel = path
-                    .strip_prefix(dir)
-                    .expect("inside")
-                    .to_string_lossy()
-                    .into_owned();
-                files.insert(rel, bytes);
-            }
-        }
-    }
-    files
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read fixture") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }
 
 /// Copies `fixtures/render/<case>` to a temp dir named after the case and

@@ -7,6 +7,7 @@
 //! Passes vacuously when `../shared` is absent (a worktree without the
 //! reference material).
 
+use crate::support::copy_dir;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -23,19 +24,6 @@ fn cases() -> Vec<PathBuf> {
         .collect();
     cases.sort();
     cases
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {

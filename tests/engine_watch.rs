@@ -1,5 +1,6 @@
 //! `krender watch` end to end: the first build, a rebuild after an edit
-//! that re-runs only the edited package and its ancestors, and a clean
+//! that re-runs only the edited package and its ancestors, results.yaml
+//! rewritten by each rebuild (`--results-dir`), and a clean
 //! exit on Ctrl-C (SIGINT).
 
 use std::io::{BufRead, BufReader};
@@ -55,11 +56,13 @@ fn next_watch_line(lines: &mpsc::Receiver<String>) -> String {
 fn watch_rebuilds_what_changed_and_stops_on_sigint() {
     let temp = tempfile::tempdir().unwrap();
     let root = temp.path().join("root");
+    let results = temp.path().join("results");
     write(&root);
     let mut child = Command::new(env!("CARGO_BIN_EXE_krender"))
         .arg("watch")
         .arg(&root)
-        .args(["--no-cache", "--debounce-ms", "100"])
+        .args(["--no-cache", "--debounce-ms", "100", "--results-dir"])
+        .arg(&results)
         .env("KRENDER_CONFIG", root.join("no-render.toml"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -75,11 +78,17 @@ fn watch_rebuilds_what_changed_and_stops_on_sigint() {
 
     let first = next_watch_line(&lines);
     assert!(first.contains("3 of 3 package(s) re-run"), "{first}");
+    // Each rebuild writes the results file, as a render does.
+    let results_file = results.join("results.yaml");
+    let written = std::fs::read_to_string(&results_file).unwrap();
+    assert!(written.contains("kind: FunctionResultList"), "{written}");
+    assert_eq!(written.matches("set-labels:latest").count(), 3, "{written}");
     // Our own writes come back as a rebuild or two (the status messages
     // change once more); wait until the tree is at its fixed point, where
     // rebuilds that find nothing changed print nothing.
     assert!(next_watch_line(&lines).contains("re-run"));
     while lines.recv_timeout(Duration::from_secs(3)).is_ok() {}
+    std::fs::remove_file(&results_file).unwrap();
 
     std::fs::write(
         root.join("b/cm.yaml"),
@@ -89,6 +98,10 @@ fn watch_rebuilds_what_changed_and_stops_on_sigint() {
     let rebuilt = next_watch_line(&lines);
     // b and the root re-run; a does not.
     assert!(rebuilt.contains("2 of 3 package(s) re-run"), "{rebuilt}");
+    assert!(
+        results_file.exists(),
+        "results.yaml rewritten by the rebuild"
+    );
     let text = std::fs::read_to_string(root.join("b/cm.yaml")).unwrap();
     assert!(
         text.contains("value: two") && text.contains("owner: root"),

@@ -20,6 +20,7 @@ mod lifecycle_rpkg;
 mod pkg_rw;
 mod render_kptfile;
 mod source_sink;
+mod support;
 mod yaml_golden;
 mod yaml_golden_identity;
 mod yaml_parse;

@@ -306,18 +306,8 @@ fn run_function(
     let mut items = items;
     let (input, selected, selected_ids) = if selective {
         select::set_resource_ids(&mut items);
-        let selected: Vec<Node> = select::select(&items, &function.selectors, &function.exclude)
-            .iter()
-            .filter_map(|&i| items.get(i).cloned())
-            .collect();
-        let ids: Vec<String> = selected
-            .iter()
-            .map(|r| {
-                resource::annotation(r, select::RESOURCE_ID)
-                    .unwrap_or("")
-                    .to_owned()
-            })
-            .collect();
+        let selected = select::pick(&items, &function.selectors, &function.exclude);
+        let ids = select::resource_ids(&selected);
         (items, selected, ids)
     } else {
         (Vec::new(), items, Vec::new())

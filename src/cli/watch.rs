@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::args::WatchArgs;
-use super::render::{Caches, output_mode, print_report, render_context, resolve_package_path};
+use super::render::{
+    Caches, absolute, output_mode, print_report, render_context, resolve_package_path,
+};
 use crate::engine::session::RenderSession;
 use crate::hydrate::{self, Output, Report};
 use crate::layering::incremental::LayeringSession;
@@ -55,10 +57,13 @@ pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) ->
     let (context, cached) = render_context(render_args, &root, &kptfile, &output, cache_dir);
     let mut session = RenderSession::new(context, render_args.jobs);
 
+    // Each rebuild rewrites results.yaml, as a render would.
+    let results_dir = render_args.results_dir.as_deref().map(absolute);
     let mut rebuild = Rebuild {
         session: &mut session,
         root: &root,
         output: &output,
+        results_dir: results_dir.as_deref(),
         cached: cached.as_ref(),
     };
     // Lifecycle (issue 8): a watch of a package being rendered fails at once.
@@ -212,6 +217,7 @@ struct Rebuild<'a> {
     session: &'a mut RenderSession,
     root: &'a Path,
     output: &'a Output,
+    results_dir: Option<&'a Path>,
     cached: Option<&'a Caches>,
 }
 
@@ -247,7 +253,7 @@ impl Rebuild<'_> {
         let hits_before = self.cached.map_or(0, Caches::hits);
         let outcome = self.session.render(kptfile, err);
         let packages = outcome.n_packages;
-        let result = hydrate::apply(outcome, self.output, None, out, err);
+        let result = hydrate::apply(outcome, self.output, self.results_dir, out, err);
         let status = match &result {
             Ok(()) => "",
             Err(error) => {

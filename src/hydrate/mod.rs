@@ -587,20 +587,9 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             let selected: Vec<Node> = if !selective && !self.save_on_failure {
                 std::mem::take(&mut input)
             } else {
-                let positions = select::select(&input, &function.selectors, &function.exclude);
-                positions
-                    .iter()
-                    .filter_map(|&i| input.get(i).cloned())
-                    .collect()
+                select::pick(&input, &function.selectors, &function.exclude)
             };
-            let selected_ids: Vec<String> = selected
-                .iter()
-                .map(|r| {
-                    resource::annotation(r, select::RESOURCE_ID)
-                        .unwrap_or("")
-                        .to_owned()
-                })
-                .collect();
+            let selected_ids = select::resource_ids(&selected);
             let before = self.fn_results.len();
             let count = selective.then_some(selected.len());
             match self.run_step(&step, selected, pkg, count, display) {

@@ -42,6 +42,27 @@ fn is_empty(selector: &Selector) -> bool {
         && selector.namespace.is_empty()
 }
 
+/// Copies of the resources [`select`] picks, in order.
+pub fn pick(input: &[Node], selectors: &[Selector], exclude: &[Selector]) -> Vec<Node> {
+    select(input, selectors, exclude)
+        .iter()
+        .filter_map(|&i| input.get(i).cloned())
+        .collect()
+}
+
+/// Each resource's temporary id ([`RESOURCE_ID`], empty when unset), to
+/// merge a selective step's output back.
+pub fn resource_ids(resources: &[Node]) -> Vec<String> {
+    resources
+        .iter()
+        .map(|r| {
+            crate::krm::resource::annotation(r, RESOURCE_ID)
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect()
+}
+
 /// kpt's `SelectInput`: the positions of the resources a step sees. As in
 /// kpt, a resource matching several selectors is listed once per match,
 /// and exclusions that are "empty" (see [`is_empty`]) are ignored.
