@@ -15,6 +15,7 @@
 //! random; krender walks properties by name, byte order, so that results
 //! are deterministic), then one `additionalProperties` error naming every
 //! unknown property (by name), then `not`, `allOf`, `anyOf`, `oneOf`.
+//! Messages follow v6's `kind` package (`LocalizedString`, English).
 
 use std::collections::BTreeMap;
 
@@ -47,8 +48,10 @@ const MAX_DEPTH: usize = 256;
 
 impl Instance {
     /// Converts a YAML node as kubeconform's YAML-to-JSON step would: plain
-    /// scalars resolve by YAML 1.2 core rules (`replicas: invalid` is a
-    /// string, `3` a number), quoted and `!!str` scalars are strings,
+    /// scalars resolve by go-yaml's rules (`replicas: invalid` is a string,
+    /// `3` a number, and YAML 1.1's `yes`/`no`/`on`/`off` booleans, since
+    /// kubeconform reads with go-yaml v2), quoted and `!!str`-tagged
+    /// scalars are strings,
     /// timestamps and other tags stay strings, and mapping keys are taken as
     /// text. Aliases resolve to null (the wire format kpt writes has none).
     pub(crate) fn from_node(node: &Node) -> Instance {
@@ -124,11 +127,16 @@ fn scalar(node: &Node) -> Instance {
         .strip_prefix("tag:yaml.org,2002:")
         .map_or_else(|| node.tag.to_string(), |rest| format!("!!{rest}"));
     let text = node.value.as_str();
-    let resolved = if explicit.is_empty() || explicit == "!" {
-        if node.style.bits() & quoted != 0 {
-            tag::STR
-        } else {
-            resolve_plain(text)
+    let resolved = if node.style.bits() & quoted != 0 && !node.style.contains(Style::TAGGED) {
+        tag::STR
+    } else if !node.style.contains(Style::TAGGED) || explicit.is_empty() || explicit == "!" {
+        // A plain scalar reaches kubeconform as plain text, which its YAML
+        // reader (go-yaml v2, YAML 1.1) resolves: `yes`/`no`/`on`/`off`
+        // are booleans there even though kpt (YAML 1.2) keeps them strings.
+        match text {
+            "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => tag::BOOL,
+            "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => tag::BOOL,
+            _ => resolve_plain(text),
         }
     } else {
         match explicit.as_str() {
@@ -143,8 +151,11 @@ fn scalar(node: &Node) -> Instance {
     match resolved {
         tag::NULL => Instance::Null,
         tag::BOOL => match text {
-            "true" | "True" | "TRUE" => Instance::Bool(true),
-            "false" | "False" | "FALSE" => Instance::Bool(false),
+            "true" | "True" | "TRUE" | "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => {
+                Instance::Bool(true)
+            }
+            "false" | "False" | "FALSE" | "n" | "N" | "no" | "No" | "NO" | "off" | "Off"
+            | "OFF" => Instance::Bool(false),
             _ => string(),
         },
         tag::INT => parse_int(text).map_or_else(string, Instance::Number),
@@ -274,7 +285,7 @@ impl Validator<'_> {
             && !instance.equals(want)
         {
             let message = match want {
-                Value::Array(_) | Value::Object(_) => "const failed".to_owned(),
+                Value::Array(_) | Value::Object(_) => "'const' failed".to_owned(),
                 want => format!("value must be {}", display(want)),
             };
             out.push(leaf(location, message));
@@ -322,7 +333,7 @@ impl Validator<'_> {
         if let Some(not) = schema.get("not")
             && self.passes(not, instance, location, depth)
         {
-            out.push(leaf(location, "not failed".to_owned()));
+            out.push(leaf(location, "'not' failed".to_owned()));
         }
         if let Some(Value::Array(all)) = schema.get("allOf") {
             for sub in all {
@@ -362,7 +373,7 @@ impl Validator<'_> {
                     Some(first) => {
                         out.push(leaf(
                             location,
-                            format!("oneOf failed, subschemas {first}, {index} matched"),
+                            format!("'oneOf' failed, subschemas {first}, {index} matched"),
                         ));
                         break;
                     }
@@ -456,7 +467,7 @@ fn enum_message(values: &[Value]) -> String {
         .iter()
         .any(|value| matches!(value, Value::Array(_) | Value::Object(_)))
     {
-        return "enum failed".to_owned();
+        return "'enum' failed".to_owned();
     }
     match values {
         [one] => format!("value must be {}", display(one)),
@@ -531,7 +542,9 @@ mod tests {
     #[test]
     fn yaml_scalars_convert_by_tag() {
         assert_eq!(
-            instance("a: invalid\nb: 3\nc: 1.5\nd: true\ne: null\nf: '3'\ng: ~\nh: yes\n"),
+            instance(
+                "a: invalid\nb: 3\nc: 1.5\nd: true\ne: null\nf: '3'\ng: ~\nh: yes\ni: !!str no\nj: 'off'\n"
+            ),
             Instance::Object(BTreeMap::from([
                 ("a".to_owned(), Instance::String("invalid".to_owned())),
                 ("b".to_owned(), Instance::Number(3.0)),
@@ -540,7 +553,9 @@ mod tests {
                 ("e".to_owned(), Instance::Null),
                 ("f".to_owned(), Instance::String("3".to_owned())),
                 ("g".to_owned(), Instance::Null),
-                ("h".to_owned(), Instance::String("yes".to_owned())),
+                ("h".to_owned(), Instance::Bool(true)),
+                ("i".to_owned(), Instance::String("no".to_owned())),
+                ("j".to_owned(), Instance::String("off".to_owned())),
             ]))
         );
     }
@@ -643,7 +658,7 @@ mod tests {
         );
         assert_eq!(
             messages(schema, Value::Null, false, "~"),
-            pairs(&[("", "oneOf failed, subschemas 0, 1 matched")])
+            pairs(&[("", "'oneOf' failed, subschemas 0, 1 matched")])
         );
     }
 
