@@ -140,7 +140,7 @@ pub fn apply(
         let _ = log.write_all(summary.as_bytes());
     } else if outcome.error.is_none() {
         let text = match output {
-            Output::Stdout => bridge::resource_list_text(&resources),
+            Output::Stdout => bridge::resource_list_text_owned(resources),
             Output::Unwrap => bridge::unwrap_text(&resources),
             Output::Dir(dir) => {
                 write_out_dir(dir, &resources)?;

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::krm::function_filter::{FunctionCall, run_evaluator_owned};
-use crate::krm::resource_list::{decode_function_output, encode_output_list, unwrap_output_list};
+use crate::krm::resource_list::{
+    decode_function_output, encode_output_list, encode_output_list_owned, unwrap_output_list,
+};
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style, tag};
 
@@ -69,6 +71,11 @@ pub(crate) fn run_filter(
 /// The `-o stdout` text: one wrapped ResourceList keeping reader annotations.
 pub(crate) fn resource_list_text(resources: &[Node]) -> String {
     encode_output_list(resources)
+}
+
+/// [`resource_list_text`] on resources the caller gives up.
+pub(crate) fn resource_list_text_owned(resources: Vec<Node>) -> String {
+    encode_output_list_owned(resources)
 }
 
 /// Parses a ResourceList (`fn eval -`, `fn sink`) into its items, keeping

@@ -112,21 +112,35 @@ pub struct FunctionOutput {
 /// the wire) with all their annotations, `function_config` the step's
 /// config (its root node is embedded).
 pub fn encode_function_input(items: &[Node], function_config: Option<&Node>) -> String {
-    encode_list(items, function_config, &[])
+    encode_list(items.iter().map(wire_item).collect(), function_config, &[])
 }
 
 /// The `ResourceList` `fn render -o stdout` prints: the reader annotations
 /// are kept except `internal.config.kubernetes.io/package-path`; no
 /// `functionConfig`, no `results`.
 pub fn encode_output_list(items: &[Node]) -> String {
+    encode_output_list_owned(items.iter().map(|item| item.root().clone()).collect())
+}
+
+/// [`encode_output_list`] on resources the caller gives up (a render's
+/// final output: no copy of the whole tree is made).
+pub fn encode_output_list_owned(items: Vec<Node>) -> String {
     encode_list(items, None, &[resource::PACKAGE_PATH])
 }
 
-fn encode_list(items: &[Node], function_config: Option<&Node>, clear: &[&str]) -> String {
+fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str]) -> String {
     let mut sequence = Node::new_sequence();
     sequence.tag = Cow::Borrowed("");
     for item in items {
-        let mut root = item.root().clone();
+        // Node::root, by value.
+        let mut root = match item.kind {
+            NodeKind::Document if !item.content.is_empty() => item
+                .content
+                .into_iter()
+                .next()
+                .unwrap_or_else(Node::new_mapping),
+            _ => item,
+        };
         for key in clear {
             resource::remove_annotation(&mut root, key);
         }
