@@ -42,8 +42,8 @@ use super::comments::copy_comments;
 use super::order::{rearrange_head_comments, sync_order};
 use super::resource::{self, annotation, clean_path, remove_annotation};
 use super::resource_list::{
-    WireError, copy_legacy_annotations, decode_function_output, encode_function_input,
-    encode_output_list, kyaml_set_annotation, wire_item,
+    WireError, clear_empty_annotations_only, copy_legacy_annotations, decode_function_output,
+    encode_function_input, encode_output_list, kyaml_set_annotation, wire_item,
 };
 use crate::runtime::builtin::Builtin;
 use crate::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
@@ -151,7 +151,7 @@ pub fn run_function_owned<E: std::fmt::Display>(
             });
         }
     };
-    prepared.complete(output.items, output.results, exit.status, false)
+    prepared.complete(output.items, output.results, exit.status, Restore::Wire)
 }
 
 /// Steps 1 and 2 done: the inputs as the function sees them.
@@ -214,9 +214,18 @@ impl Prepared {
         mut resources: Vec<Node>,
         results: Option<Node>,
         status: Result<(), E>,
-        native: bool,
+        restore: Restore,
     ) -> Result<StepOutput, StepError<E>> {
-        let restored = restore_from_inputs(&self.inputs, &mut resources, native);
+        let restored = match &restore {
+            Restore::Wire => restore_from_inputs(&self.inputs, &mut resources, false),
+            Restore::Native => restore_from_inputs(&self.inputs, &mut resources, true),
+            Restore::InPlace(documents) => {
+                per_resource(&mut resources, |_, output| {
+                    restore_in_place(output, documents)
+                });
+                Ok(())
+            }
+        };
         drop_resources(self.inputs);
         if let Err(error) = restored {
             return Err(StepError::Wire {
@@ -454,19 +463,127 @@ pub fn run_native(
             return Ok(evaluated(step, Vec::new(), 0));
         }
     };
+    let mut prepared = prepared;
+    if builtin.edits_in_place() && prepared.inputs.iter().all(|input| plain_keys(input.root())) {
+        // No copy of the input: the builtin edits the resources themselves,
+        // and the walks that would restore comments and key order from the
+        // input are no-ops for its edits (see Builtin::edits_in_place).
+        let config = prepared.function_config(&call).cloned();
+        let (items, documents) = unwrap_documents(std::mem::take(&mut prepared.inputs));
+        let outcome = builtin.run_native(items, config.as_ref(), timeout)?;
+        let status = exit_status(outcome.exit_code);
+        let step = prepared.complete(
+            outcome.items,
+            outcome.results,
+            status,
+            Restore::InPlace(documents),
+        );
+        return Ok(evaluated(step, outcome.stderr, outcome.exit_code));
+    }
     let items = if prepared.inputs.len() >= PARALLEL_FROM {
         prepared.inputs.par_iter().map(wire_item).collect()
     } else {
         prepared.inputs.iter().map(wire_item).collect()
     };
     let outcome = builtin.run_native(items, prepared.function_config(&call), timeout)?;
-    let status = if outcome.exit_code == 0 {
+    let status = exit_status(outcome.exit_code);
+    let step = prepared.complete(outcome.items, outcome.results, status, Restore::Native);
+    Ok(evaluated(step, outcome.stderr, outcome.exit_code))
+}
+
+fn exit_status(exit_code: i32) -> Result<(), ExitFailure> {
+    if exit_code == 0 {
         Ok(())
     } else {
         Err(ExitFailure)
+    }
+}
+
+/// True when every mapping under `node` has distinct, non-empty scalar keys
+/// (no merge keys). kyaml syncs key order by key text, so duplicate, empty
+/// or non-scalar keys are rearranged by the restore even between equal
+/// trees; such resources always get the full restore.
+fn plain_keys(node: &Node) -> bool {
+    if node.is_mapping() {
+        let keys: Vec<&Node> = node.content.iter().step_by(2).collect();
+        for (i, key) in keys.iter().enumerate() {
+            if !key.is_scalar()
+                || key.value.is_empty()
+                || key.value == "<<"
+                || keys[..i].iter().any(|earlier| earlier.value == key.value)
+            {
+                return false;
+            }
+        }
+    }
+    node.content.iter().all(plain_keys)
+}
+
+/// How a step's output gets its input's comments and key order back.
+enum Restore {
+    /// Parsed from the function's stdout: the full kyaml walks.
+    Wire,
+    /// A native builtin's output, edited on copies of the inputs: the walks,
+    /// skipped for resources left unchanged.
+    Native,
+    /// A native builtin that edited the inputs themselves: only what does
+    /// not depend on the input copy (document comments, keyed by resource
+    /// id, go into the root's empty slots, as the walk's first copy does).
+    InPlace(BTreeMap<String, [String; 3]>),
+}
+
+/// The wire items for `inputs`, by value ([`wire_item`] without the copy),
+/// and the comments of each Document wrapper by the resource's id.
+fn unwrap_documents(inputs: Vec<Node>) -> (Vec<Node>, BTreeMap<String, [String; 3]>) {
+    let mut documents = BTreeMap::new();
+    let items = inputs
+        .into_iter()
+        .map(|mut item| {
+            if item.kind == NodeKind::Document && !item.content.is_empty() {
+                let mut root = item.content.swap_remove(0);
+                if let Some(id) = annotation(&root, resource::ID) {
+                    documents.insert(
+                        id.to_owned(),
+                        [
+                            std::mem::take(&mut item.head_comment),
+                            std::mem::take(&mut item.line_comment),
+                            std::mem::take(&mut item.foot_comment),
+                        ],
+                    );
+                }
+                clear_empty_annotations_only(&mut root);
+                root
+            } else {
+                clear_empty_annotations_only(&mut item);
+                item
+            }
+        })
+        .collect();
+    (items, documents)
+}
+
+/// [`Restore::InPlace`] for one output resource.
+fn restore_in_place(output: &mut Node, documents: &BTreeMap<String, [String; 3]>) {
+    let Some(id) = annotation(output, resource::ID)
+        .or_else(|| annotation(output, resource::LEGACY_ID))
+        .map(str::to_owned)
+    else {
+        return;
     };
-    let step = prepared.complete(outcome.items, outcome.results, status, true);
-    Ok(evaluated(step, outcome.stderr, outcome.exit_code))
+    if let Some([head, line, foot]) = documents.get(&id) {
+        for (slot, text) in [
+            (&mut output.head_comment, head),
+            (&mut output.line_comment, line),
+            (&mut output.foot_comment, foot),
+        ] {
+            if slot.is_empty() {
+                slot.clone_from(text);
+            }
+        }
+    }
+    rearrange_head_comments(output.root_mut());
+    remove_annotation(output, resource::ID);
+    remove_annotation(output, resource::LEGACY_ID);
 }
 
 /// The hydrator's view of a finished step.
@@ -655,7 +772,7 @@ fn restore_one(inputs: &[Node], output: &mut Node, native: bool) -> Result<(), W
     else {
         return Ok(());
     };
-    let unchanged = native && input.kind != NodeKind::Document;
+    let unchanged = native && input.kind != NodeKind::Document && plain_keys(input);
     if unchanged && input.same_content(output) {
         // Copying comments into empty slots and syncing key order are
         // no-ops between equal trees (folded scalars, which the copy

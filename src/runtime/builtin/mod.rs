@@ -153,6 +153,27 @@ impl Builtin {
         !matches!(self, Builtin::Starlark)
     }
 
+    /// True for native builtins whose edits leave nothing for the host's
+    /// comment and key-order restore to do: they set scalar values keeping
+    /// the replaced node's comments (`sdk::replace_with_string`), append
+    /// new keys, and never move, drop or rebuild a subtree. The hydrator then
+    /// hands them the resources themselves instead of copies.
+    /// `tests/builtins_native.rs` checks this against the wire on every
+    /// shared and fixture package.
+    pub fn edits_in_place(self) -> bool {
+        matches!(
+            self,
+            Builtin::SetNamespace
+                | Builtin::SetLabels
+                | Builtin::SetAnnotations
+                | Builtin::SetImage
+                | Builtin::ApplySetters
+                | Builtin::Kubeconform
+                | Builtin::NoOp
+                | Builtin::DropComments
+        )
+    }
+
     /// Runs the function on `items` (the root mappings the host would write
     /// to the wire, ids included) and returns what the host would read back
     /// from its output: the items in output order, the parsed `results`,
