@@ -505,12 +505,14 @@ fn exit_status(exit_code: i32) -> Result<(), ExitFailure> {
 /// trees; such resources always get the full restore.
 fn plain_keys(node: &Node) -> bool {
     if node.is_mapping() {
-        let keys: Vec<&Node> = node.content.iter().step_by(2).collect();
-        for (i, key) in keys.iter().enumerate() {
+        for (i, key) in node.content.iter().enumerate().step_by(2) {
             if !key.is_scalar()
                 || key.value.is_empty()
                 || key.value == "<<"
-                || keys[..i].iter().any(|earlier| earlier.value == key.value)
+                || node.content[..i]
+                    .iter()
+                    .step_by(2)
+                    .any(|earlier| earlier.value == key.value)
             {
                 return false;
             }

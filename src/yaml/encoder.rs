@@ -88,7 +88,10 @@ impl<'a> Encoder<'a> {
     /// Writes one document. A non-document node is wrapped in an implicit
     /// document without comments.
     pub fn encode(&mut self, node: &Node) {
-        let mut events = Vec::with_capacity(self.events_hint);
+        // Sized up front: a render's `-o stdout` list is one document with
+        // millions of events, and growing the vector by doubling copies it
+        // again and again.
+        let mut events = Vec::with_capacity(self.events_hint.max(event_count(node) + 4));
         if node.kind == NodeKind::Document {
             let mut start = Event::new(EventKind::DocumentStart);
             start.head_comment = &node.head_comment;
@@ -117,6 +120,16 @@ impl<'a> Encoder<'a> {
             &events,
         );
     }
+}
+
+/// At least as many events as encoding `node` pushes: one per node, plus an
+/// end event per collection.
+fn event_count(node: &Node) -> usize {
+    let own = match node.kind {
+        NodeKind::Mapping | NodeKind::Sequence | NodeKind::Document => 2,
+        NodeKind::Scalar | NodeKind::Alias => 1,
+    };
+    own + node.content.iter().map(event_count).sum::<usize>()
 }
 
 /// Encodes one node as a single document.
