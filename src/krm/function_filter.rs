@@ -733,8 +733,10 @@ fn check_mismatched(node: &Node) -> Result<(), WireError> {
         (resource::INDEX, resource::LEGACY_INDEX, "index"),
         (resource::ID, resource::LEGACY_ID, "id"),
     ];
+    let annotations = resource::annotations(node);
     for (internal, legacy, what) in pairs {
-        let (internal, legacy) = (text(node, internal), text(node, legacy));
+        let internal = resource::annotation_in(annotations, internal);
+        let legacy = resource::annotation_in(annotations, legacy);
         if !internal.is_empty() && !legacy.is_empty() && internal != legacy {
             return Err(WireError::MismatchedAnnotations(what));
         }
@@ -861,12 +863,20 @@ fn fill_missing_counterparts(node: &mut Node) {
         (resource::ID, resource::LEGACY_ID),
     ];
     for (internal, legacy) in pairs {
-        let internal_value = text(node, internal).to_owned();
-        let legacy_value = text(node, legacy).to_owned();
+        // One lookup of the mapping for both; allocate only to copy.
+        let (internal_value, legacy_value) = {
+            let annotations = resource::annotations(node);
+            (
+                resource::annotation_in(annotations, internal),
+                resource::annotation_in(annotations, legacy),
+            )
+        };
         if internal_value.is_empty() && !legacy_value.is_empty() {
-            kyaml_set_annotation(node, internal, &legacy_value);
+            let value = legacy_value.to_owned();
+            kyaml_set_annotation(node, internal, &value);
         } else if legacy_value.is_empty() && !internal_value.is_empty() {
-            kyaml_set_annotation(node, legacy, &internal_value);
+            let value = internal_value.to_owned();
+            kyaml_set_annotation(node, legacy, &value);
         }
     }
 }

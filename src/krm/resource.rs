@@ -47,6 +47,21 @@ pub fn namespace(resource: &Node) -> Option<&str> {
     resource.root().get_str(&["metadata", "namespace"])
 }
 
+/// The resource's `metadata.annotations` node, if any.
+pub fn annotations(resource: &Node) -> Option<&Node> {
+    resource.root().get_path(&["metadata", "annotations"])
+}
+
+/// The text of annotation `key` in an `annotations` mapping found by
+/// [`annotations`], empty when absent or not a scalar: for callers reading
+/// several annotations of one resource.
+pub fn annotation_in<'a>(annotations: Option<&'a Node>, key: &str) -> &'a str {
+    annotations
+        .and_then(|annotations| annotations.get(key))
+        .filter(|value| value.is_scalar())
+        .map_or("", |value| value.value.as_str())
+}
+
 /// The value of annotation `key`, if present as a scalar.
 pub fn annotation<'a>(resource: &'a Node, key: &str) -> Option<&'a str> {
     resource

@@ -311,18 +311,23 @@ pub(crate) fn copy_legacy_annotations(resource: &mut Node) {
         (resource::LEGACY_ID, resource::ID),
     ];
     for (legacy, internal) in pairs {
-        let legacy_value = resource::annotation(resource, legacy)
-            .unwrap_or("")
-            .to_owned();
-        let internal_value = resource::annotation(resource, internal)
-            .unwrap_or("")
-            .to_owned();
+        // Read both through one lookup of the annotations mapping; copy
+        // (allocate) only when one side is missing, the rare case.
+        let (legacy_value, internal_value) = {
+            let annotations = resource::annotations(resource);
+            (
+                resource::annotation_in(annotations, legacy),
+                resource::annotation_in(annotations, internal),
+            )
+        };
         if !internal_value.is_empty() {
             if legacy_value.is_empty() {
-                kyaml_set_annotation(resource, legacy, &internal_value);
+                let value = internal_value.to_owned();
+                kyaml_set_annotation(resource, legacy, &value);
             }
         } else if !legacy_value.is_empty() {
-            kyaml_set_annotation(resource, internal, &legacy_value);
+            let value = legacy_value.to_owned();
+            kyaml_set_annotation(resource, internal, &value);
         }
     }
 }
