@@ -28,7 +28,10 @@ const CONFIGS: &[(Builtin, &str)] = &[
         Builtin::SearchReplace,
         "by-value: nginx\n  put-value: httpd",
     ),
-    (Builtin::ApplySetters, "replicas: \"4\"\n  image: web"),
+    (
+        Builtin::ApplySetters,
+        "replicas: \"4\"\n  image: web\n  args: \"[--one, --b]\"\n  command: \"[run]\"",
+    ),
     (Builtin::NoOp, ""),
     (Builtin::DropComments, ""),
 ];

@@ -156,7 +156,9 @@ impl Builtin {
     /// True for native builtins whose edits leave nothing for the host's
     /// comment and key-order restore to do: they set scalar values keeping
     /// the replaced node's comments (`sdk::replace_with_string`), append
-    /// new keys, and never move, drop or rebuild a subtree. The hydrator then
+    /// new keys, and never move, drop or rebuild a subtree. (apply-setters
+    /// is not one: an array setter rebuilds the sequence, and the restore
+    /// copies comments back onto elements whose text did not change.) The hydrator then
     /// hands them the resources themselves instead of copies.
     /// `tests/builtins_native.rs` checks this against the wire on every
     /// shared and fixture package.
@@ -167,7 +169,6 @@ impl Builtin {
                 | Builtin::SetLabels
                 | Builtin::SetAnnotations
                 | Builtin::SetImage
-                | Builtin::ApplySetters
                 | Builtin::Kubeconform
                 | Builtin::NoOp
                 | Builtin::DropComments
