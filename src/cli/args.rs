@@ -313,7 +313,7 @@ pub enum RpkgCommand {
     },
     /// Create a new package as a Draft holding the files of an existing revision.
     Clone {
-        /// Source revision: <package>/v<N> or <package>/<workspace>.
+        /// Source revision: `<package>/v<N>` or `<package>/<workspace>`.
         source: String,
         /// New package name.
         package: String,
@@ -331,7 +331,7 @@ pub enum RpkgCommand {
     },
     /// Render a Draft and propose it (Draft → Proposed).
     Propose(RevisionArgs),
-    /// Publish a proposed revision as <package>/v<N> (Proposed → Published).
+    /// Publish a proposed revision as `<package>/v<N>` (Proposed → Published).
     Approve(RevisionArgs),
     /// Send a proposal back (Proposed → Draft, DeletionProposed → Published).
     Reject(RevisionArgs),
@@ -346,7 +346,7 @@ pub enum RpkgCommand {
     },
     /// Write a revision's files into a new directory, to edit a Draft.
     Pull {
-        /// Revision: <package>/v<N> or <package>/<workspace>.
+        /// Revision: `<package>/v<N>` or `<package>/<workspace>`.
         revision: String,
         /// Directory to create.
         dir: PathBuf,
@@ -367,7 +367,7 @@ pub enum RpkgCommand {
 /// A revision and the commit it is expected to be at.
 #[derive(Debug, Args)]
 pub struct RevisionArgs {
-    /// Revision: <package>/v<N> or <package>/<workspace>.
+    /// Revision: `<package>/v<N>` or `<package>/<workspace>`.
     pub revision: String,
     /// Commit id the revision must still be at (optimistic locking).
     #[arg(long = "commit")]

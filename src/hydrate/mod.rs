@@ -1,7 +1,7 @@
 //! Hydration: running Kptfile pipelines over a package tree in depth-first
 //! post-order (kpt's default) or breadth-first order (root annotation
 //! `kpt.dev/bfs-rendering: "true"`), producing a [`RenderOutcome`] without
-//! touching disk. [`apply`] then writes what kpt would write.
+//! touching disk. [`apply()`] then writes what kpt would write.
 //!
 //! Behaviour follows kpt's `render_executor.go` (`hydrate`,
 //! `hydrateBfsOrder`, `runPipeline`, `runMutators`, `runValidators`) and its

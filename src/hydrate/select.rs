@@ -65,7 +65,7 @@ pub fn resource_ids(resources: &[Node]) -> Vec<String> {
 
 /// kpt's `SelectInput`: the positions of the resources a step sees. As in
 /// kpt, a resource matching several selectors is listed once per match,
-/// and exclusions that are "empty" (see [`is_empty`]) are ignored.
+/// and exclusions that are "empty" (see `is_empty`) are ignored.
 pub fn select(input: &[Node], selectors: &[Selector], exclude: &[Selector]) -> Vec<usize> {
     let mut selected = Vec::new();
     for (index, node) in input.iter().enumerate() {

@@ -15,6 +15,10 @@
 //! 5. on function failure: stop, keeping the parsed `results`;
 //! 6. new resources get a default path (`[<namespace>/]<kind>_<name>.yaml`).
 //!
+//! A native builtin ([`run_native`]) replaces step 3: it runs on the nodes
+//! the wire would carry, and step 4 is shortened where it provably does
+//! nothing (see `Restore`).
+//!
 //! The caller then runs kpt's own checks on [`StepOutput::resources`]
 //! (package-path defaults, path invariants, the KRM check — kpt's
 //! `FunctionRunner` does them here) and calls [`StepOutput::finish`], the
@@ -206,8 +210,9 @@ impl Prepared {
         }
     }
 
-    /// Steps 4–6 on the items and results read back from the function
-    /// (`native`: the builtin's own output nodes, see [`run_native`]).
+    /// Steps 4–6 on the items and results read back from the function, or
+    /// handed back by a native builtin ([`run_native`]); `restore` says how
+    /// comments and key order come back from the inputs.
     #[allow(clippy::result_large_err)]
     fn complete<E: std::fmt::Display>(
         self,
@@ -363,8 +368,9 @@ pub fn run_evaluator_owned(
     native
 }
 
-/// True when a native builtin may run over `resources` (each
-/// [`survives_wire`]); otherwise the step takes the wire.
+/// True when a native builtin may run over `resources` (no foot comment
+/// and no folded scalar, see `survives_wire`); otherwise the step takes
+/// the wire.
 pub fn runs_natively(resources: &[Node]) -> bool {
     resources.iter().all(|item| survives_wire(item.root()))
 }

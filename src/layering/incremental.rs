@@ -6,7 +6,7 @@
 //! - `parse_file`: a file's documents (node and decoded form); `no_eq`, as a
 //!   parse is large and always new.
 //! - `layer_plan`: the checks and relations of the whole set (Deckhand's
-//!   order, as [`super::render::plan`]), creating one tracked [`LayerDoc`] per
+//!   order, as `render::plan`), creating one tracked [`LayerDoc`] per
 //!   document, identified by (schema, layer, name). Its tracked fields are
 //!   the decoded document, the input node, the effective parent and the
 //!   substitution sources, so a re-run that finds a document unchanged

@@ -3,7 +3,7 @@
 //!
 //! Layering is a pure function over decoded documents: files are parsed with
 //! the YAML layer ([`crate::yaml`]), each document is converted into a plain
-//! [`Value`], [`render`] computes the rendered data, and the output documents
+//! [`Value`], [`render()`] computes the rendered data, and the output documents
 //! are the input nodes with their `data` replaced, encoded back with the YAML
 //! layer. Nothing is written to stdout unless rendering succeeded.
 //!

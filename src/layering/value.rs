@@ -79,7 +79,7 @@ pub enum Key {
 }
 
 /// Hashes the text only (a `Str` and a `Scalar` with the same text collide
-/// harmlessly), so that [`StrKey`] lookups agree with it.
+/// harmlessly), so that `StrKey` lookups agree with it.
 impl Hash for Key {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.text().hash(state);

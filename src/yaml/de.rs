@@ -77,7 +77,7 @@ pub struct DecodeError {
 /// The kinds of decode failures.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DecodeErrorKind {
-    /// go-yaml `line N: cannot unmarshal <tag>[ `<value>`] into <type>`.
+    /// go-yaml ``line N: cannot unmarshal <tag>[ `<value>`] into <type>``.
     TypeMismatch {
         /// Short tag of the node found (`!!map`, `!!seq`, `!!str`, …).
         found_tag: String,
@@ -114,7 +114,7 @@ pub enum DecodeErrorKind {
         /// The field's serde name.
         field: String,
     },
-    /// go-yaml `cannot decode <found> `<value>` as a <tag>`: an explicit tag
+    /// go-yaml ``cannot decode <found> `<value>` as a <tag>``: an explicit tag
     /// that the text cannot have (`!!int abc`). Fatal in go-yaml, so its
     /// message has no `unmarshal errors` header.
     BadTaggedValue {

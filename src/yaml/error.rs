@@ -1,8 +1,8 @@
 //! Errors of the YAML parser, with go-yaml's exact message text.
 //!
 //! The scanner and parser record errors the way libyaml does (a problem, a
-//! problem mark, and optionally a context with its own mark); [`RawError`]
-//! keeps that shape and [`RawError::into_yaml_error`] applies go-yaml's
+//! problem mark, and optionally a context with its own mark); `RawError`
+//! keeps that shape and `RawError::into_yaml_error` applies go-yaml's
 //! `parser.fail` rules to produce the text kpt prints.
 
 use super::scanner::Mark;
