@@ -359,13 +359,14 @@ pub fn run_evaluator_owned(
     }
     let wire = run_wire(evaluator, target, resources.clone(), call, timeout);
     let native = run_native(builtin, resources, call, timeout);
-    if let Some(difference) = native_difference(&wire, &native) {
-        eprintln!(
-            "krender: KRENDER_NATIVE=verify: builtin {} differs from its wire round trip: {difference}",
+    // A difference fails the step, loudly: verify mode exists to find one.
+    match native_difference(&wire, &native) {
+        Some(difference) => Err(EvalError::System(format!(
+            "KRENDER_NATIVE=verify: builtin {} differs from its wire round trip: {difference}",
             builtin.name()
-        );
+        ))),
+        None => native,
     }
-    native
 }
 
 /// True when a native builtin may run over `resources` (no foot comment
@@ -388,7 +389,7 @@ fn survives_wire(node: &Node) -> bool {
 }
 
 /// Whether builtins run on nodes (`KRENDER_NATIVE`: `off` forces the wire,
-/// `verify` runs both and reports any difference on stderr).
+/// `verify` runs both and fails the step on any difference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum NativeMode {
     On,

@@ -70,11 +70,14 @@ const READER_ANNOTATIONS: [&str; 6] = [
     resource::PACKAGE_PATH,
 ];
 
+/// A resource with its index annotation (`None` when absent).
+type IndexedNode<'a> = (Option<i64>, &'a Node);
+
 /// Renders resources into file contents keyed by package-relative path.
 /// A resource without a path gets kyaml's default
 /// (`[<namespace>/]<kind>_<name>.yaml`).
 pub fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, WriteError> {
-    let mut groups: BTreeMap<String, Vec<(Option<i64>, &Node)>> = BTreeMap::new();
+    let mut groups: BTreeMap<String, Vec<IndexedNode<'_>>> = BTreeMap::new();
     for node in resources {
         let path = resource::annotation(node, resource::PATH)
             .or_else(|| resource::annotation(node, resource::LEGACY_PATH))
@@ -87,7 +90,7 @@ pub fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, Writ
     }
     // Files are encoded independently: in parallel, collected in path order
     // so the first error reported does not depend on scheduling.
-    let groups: Vec<(String, Vec<(Option<i64>, &Node)>)> = groups.into_iter().collect();
+    let groups: Vec<(String, Vec<IndexedNode<'_>>)> = groups.into_iter().collect();
     let encoded: Vec<Result<(String, String), WriteError>> = groups
         .into_par_iter()
         .map(|(path, mut nodes)| {
