@@ -16,7 +16,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use indexmap::{Equivalent, IndexMap};
 
 use crate::yaml::node::tag;
-use crate::yaml::resolve::resolve_plain;
+use crate::yaml::resolve::{self, resolve_plain};
 use crate::yaml::{Node, NodeKind, Style};
 
 /// A mapping: keys in insertion order, as Python dicts keep them. Hashed
@@ -297,9 +297,11 @@ impl Value {
         match scalar_tag {
             tag::NULL => Value::Null,
             tag::BOOL => Value::Bool(text.eq_ignore_ascii_case("true")),
-            tag::INT => parse_int(text).map_or_else(|| Value::Str(text.to_owned()), Value::Int),
+            tag::INT => {
+                resolve::parse_int(text).map_or_else(|| Value::Str(text.to_owned()), Value::Int)
+            }
             tag::FLOAT => {
-                parse_float(text).map_or_else(|| Value::Str(text.to_owned()), Value::Float)
+                resolve::parse_float(text).map_or_else(|| Value::Str(text.to_owned()), Value::Float)
             }
             tag::STR => Value::Str(text.to_owned()),
             other => Value::Tagged {
@@ -484,42 +486,6 @@ fn scalar_tag(node: &Node) -> &str {
     }
 }
 
-/// Parses a YAML int the way go-yaml resolves it (`strconv.ParseInt` with
-/// base 0 after removing `_`): decimal, `0x`, `0o`, `0b`, and a leading `0`
-/// for octal.
-fn parse_int(text: &str) -> Option<i128> {
-    let plain: String = text.chars().filter(|&c| c != '_').collect();
-    let (negative, unsigned) = match plain.as_bytes().first() {
-        Some(b'-') => (true, &plain[1..]),
-        Some(b'+') => (false, &plain[1..]),
-        _ => (false, plain.as_str()),
-    };
-    let lower = unsigned.to_ascii_lowercase();
-    let (radix, digits) = if let Some(rest) = lower.strip_prefix("0x") {
-        (16, rest)
-    } else if let Some(rest) = lower.strip_prefix("0o") {
-        (8, rest)
-    } else if let Some(rest) = lower.strip_prefix("0b") {
-        (2, rest)
-    } else if lower.len() > 1 && lower.starts_with('0') {
-        (8, &lower[1..])
-    } else {
-        (10, lower.as_str())
-    };
-    let magnitude = i128::from_str_radix(digits, radix).ok()?;
-    Some(if negative { -magnitude } else { magnitude })
-}
-
-fn parse_float(text: &str) -> Option<f64> {
-    let plain: String = text.chars().filter(|&c| c != '_').collect();
-    match plain.to_ascii_lowercase().as_str() {
-        ".inf" | "+.inf" => Some(f64::INFINITY),
-        "-.inf" => Some(f64::NEG_INFINITY),
-        ".nan" => Some(f64::NAN),
-        other => other.parse().ok(),
-    }
-}
-
 /// Shortest round-trip digits and decimal exponent of a finite, non-zero
 /// float: `(digits, exp)` means `0.d1d2... × 10^(exp+1)`, i.e. the first digit
 /// is at position `exp`.
@@ -688,9 +654,9 @@ mod tests {
 
     #[test]
     fn ints_parse_like_go_yaml() {
-        assert_eq!(parse_int("0x1F"), Some(31));
-        assert_eq!(parse_int("0777"), Some(511));
-        assert_eq!(parse_int("-1_000"), Some(-1000));
-        assert_eq!(parse_int("0"), Some(0));
+        assert_eq!(resolve::parse_int("0x1F"), Some(31));
+        assert_eq!(resolve::parse_int("0777"), Some(511));
+        assert_eq!(resolve::parse_int("-1_000"), Some(-1000));
+        assert_eq!(resolve::parse_int("0"), Some(0));
     }
 }

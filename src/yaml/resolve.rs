@@ -257,6 +257,44 @@ impl Cursor<'_> {
     }
 }
 
+/// Parses a YAML int the way go-yaml resolves it (`strconv.ParseInt` with
+/// base 0 after removing `_`): decimal, `0x`, `0o`, `0b`, and a leading `0`
+/// for octal.
+pub(crate) fn parse_int(text: &str) -> Option<i128> {
+    let plain: String = text.chars().filter(|&c| c != '_').collect();
+    let (negative, unsigned) = match plain.as_bytes().first() {
+        Some(b'-') => (true, &plain[1..]),
+        Some(b'+') => (false, &plain[1..]),
+        _ => (false, plain.as_str()),
+    };
+    let lower = unsigned.to_ascii_lowercase();
+    let (radix, digits) = if let Some(rest) = lower.strip_prefix("0x") {
+        (16, rest)
+    } else if let Some(rest) = lower.strip_prefix("0o") {
+        (8, rest)
+    } else if let Some(rest) = lower.strip_prefix("0b") {
+        (2, rest)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, &lower[1..])
+    } else {
+        (10, lower.as_str())
+    };
+    let magnitude = i128::from_str_radix(digits, radix).ok()?;
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+/// A YAML float (`_` separators removed), including the `.inf` and `.nan`
+/// spellings.
+pub(crate) fn parse_float(text: &str) -> Option<f64> {
+    let plain: String = text.chars().filter(|&c| c != '_').collect();
+    match plain.to_ascii_lowercase().as_str() {
+        ".inf" | "+.inf" => Some(f64::INFINITY),
+        "-.inf" => Some(f64::NEG_INFINITY),
+        ".nan" => Some(f64::NAN),
+        other => other.parse().ok(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::resolve_plain;

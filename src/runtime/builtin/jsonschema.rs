@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::yaml::node::{Node, NodeKind, Style, tag};
+use crate::yaml::resolve;
 use crate::yaml::resolve::resolve_plain;
 
 /// An instance value: the JSON a YAML node converts to (sigs.k8s.io/yaml).
@@ -158,41 +159,11 @@ fn scalar(node: &Node) -> Instance {
             | "OFF" => Instance::Bool(false),
             _ => string(),
         },
-        tag::INT => parse_int(text).map_or_else(string, Instance::Number),
-        tag::FLOAT => parse_float(text).map_or_else(string, Instance::Number),
+        tag::INT => resolve::parse_int(text)
+            .map(|int| int as f64)
+            .map_or_else(string, Instance::Number),
+        tag::FLOAT => resolve::parse_float(text).map_or_else(string, Instance::Number),
         _ => string(),
-    }
-}
-
-/// A YAML integer (decimal, `0x`, `0o`, `0b`, legacy leading-zero octal,
-/// `_` separators) as a number.
-fn parse_int(text: &str) -> Option<f64> {
-    let plain: String = text.chars().filter(|&c| c != '_').collect();
-    let (negative, digits) = match plain.as_bytes().first()? {
-        b'-' => (true, &plain[1..]),
-        b'+' => (false, &plain[1..]),
-        _ => (false, plain.as_str()),
-    };
-    let lower = digits.get(..2).map(str::to_ascii_lowercase);
-    let (radix, digits) = match lower.as_deref() {
-        Some("0x") => (16, &digits[2..]),
-        Some("0o") => (8, &digits[2..]),
-        Some("0b") => (2, &digits[2..]),
-        _ if digits.len() > 1 && digits.starts_with('0') => (8, &digits[1..]),
-        _ => (10, digits),
-    };
-    let magnitude = u128::from_str_radix(digits, radix).ok()? as f64;
-    Some(if negative { -magnitude } else { magnitude })
-}
-
-/// A YAML float, including `.inf` and `.nan` spellings.
-fn parse_float(text: &str) -> Option<f64> {
-    let plain: String = text.chars().filter(|&c| c != '_').collect();
-    match plain.to_ascii_lowercase().as_str() {
-        ".inf" | "+.inf" => Some(f64::INFINITY),
-        "-.inf" => Some(f64::NEG_INFINITY),
-        ".nan" => Some(f64::NAN),
-        _ => plain.parse().ok(),
     }
 }
 
