@@ -197,3 +197,42 @@ fn native_builtins_match_the_wire_on_the_builtin_fixtures() {
     assert!(ran >= 10, "only {ran} fixture cases ran");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// `KRENDER_NATIVE=verify` end to end: every native step of the README's
+/// example and of shared cases with subpackages and selectors is checked
+/// against the wire, which fails the render on any difference; the output
+/// equals a wire-only render's. (`-o stdout` leaves the packages as they
+/// are.)
+#[test]
+fn verify_mode_renders_like_the_wire() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shared = manifest.join("../shared/conformance/kpt-fn-render");
+    let mut fixtures = vec![manifest.join("fixtures/example/hello")];
+    for case in ["fnconfig", "selectors/generator", "basicpipeline"] {
+        if shared.join(case).is_dir() {
+            fixtures.push(shared.join(case));
+        }
+    }
+    for fixture in &fixtures {
+        let fixture = fixture.display().to_string();
+        let render = |native: &str| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_krender"))
+                .args(["fn", "render", "-o", "stdout", "--no-cache"])
+                .arg(&fixture)
+                .env("KRENDER_NATIVE", native)
+                .env("KRENDER_CONFIG", manifest.join("no-render.toml"))
+                .output()
+                .expect("run krender")
+        };
+        let (verify, wire) = (render("verify"), render("off"));
+        assert_eq!(
+            verify.status.code(),
+            Some(0),
+            "{fixture}: {}",
+            String::from_utf8_lossy(&verify.stderr)
+        );
+        assert_eq!(verify.status.code(), wire.status.code(), "{fixture}");
+        assert!(!verify.stdout.is_empty(), "{fixture}");
+        assert_eq!(verify.stdout, wire.stdout, "{fixture}");
+    }
+}
