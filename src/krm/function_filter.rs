@@ -349,16 +349,21 @@ pub fn run_evaluator_owned(
     let builtin = match mode {
         NativeMode::Off => None,
         NativeMode::On | NativeMode::Verify => evaluator.native(target),
-    }
-    .filter(|_| runs_natively(&resources));
-    let Some(builtin) = builtin else {
+    };
+    // One walk over the resources decides both whether the step may run
+    // natively and whether the builtin may edit them in place.
+    let shape = match builtin {
+        Some(_) => Shape::of_list(&resources),
+        None => Shape::NONE,
+    };
+    let Some(builtin) = builtin.filter(|_| shape.survives_wire) else {
         return run_wire(evaluator, target, resources, call, timeout);
     };
     if mode != NativeMode::Verify {
-        return run_native(builtin, resources, call, timeout);
+        return run_native_shaped(builtin, resources, call, timeout, shape);
     }
     let wire = run_wire(evaluator, target, resources.clone(), call, timeout);
-    let native = run_native(builtin, resources, call, timeout);
+    let native = run_native_shaped(builtin, resources, call, timeout, shape);
     // A difference fails the step, loudly: verify mode exists to find one.
     match native_difference(&wire, &native) {
         Some(difference) => Err(EvalError::System(format!(
@@ -370,22 +375,93 @@ pub fn run_evaluator_owned(
 }
 
 /// True when a native builtin may run over `resources` (no foot comment
-/// and no folded scalar, see `survives_wire`); otherwise the step takes
-/// the wire.
+/// and no folded scalar, see [`Shape`]); otherwise the step takes the wire.
 pub fn runs_natively(resources: &[Node]) -> bool {
-    resources.iter().all(|item| survives_wire(item.root()))
+    Shape::of_list(resources).survives_wire
 }
 
-/// True when writing `node` to the wire and parsing it back gives the same
-/// bytes again, so a native step sees what the function would have seen.
-/// Two things are known not to survive go-yaml's round trip: foot comments
-/// (re-read as the next node's head comment, or duplicated) and folded
-/// scalars (each trip adds blank lines). A step over any such resource
-/// takes the wire; `tests/builtins_native.rs` checks the rest.
-fn survives_wire(node: &Node) -> bool {
-    node.foot_comment.is_empty()
-        && !node.style.contains(crate::yaml::node::Style::FOLDED)
-        && node.content.iter().all(survives_wire)
+/// What a native step may do with resources, found in one walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    /// Writing the nodes to the wire and parsing them back gives the same
+    /// bytes again, so a native step sees what the function would have
+    /// seen. Two things are known not to survive go-yaml's round trip: foot
+    /// comments (re-read as the next node's head comment, or duplicated)
+    /// and folded scalars (each trip adds blank lines). A step over any
+    /// such resource takes the wire; `tests/builtins_native.rs` checks the
+    /// rest.
+    survives_wire: bool,
+    /// Every mapping has distinct, non-empty scalar keys (no merge keys).
+    /// kyaml syncs key order by key text, so duplicate, empty or
+    /// non-scalar keys are rearranged by the restore even between equal
+    /// trees; such resources always get the full restore.
+    plain_keys: bool,
+}
+
+impl Shape {
+    const ALL: Shape = Shape {
+        survives_wire: true,
+        plain_keys: true,
+    };
+    const NONE: Shape = Shape {
+        survives_wire: false,
+        plain_keys: false,
+    };
+
+    fn and(self, other: Shape) -> Shape {
+        Shape {
+            survives_wire: self.survives_wire && other.survives_wire,
+            plain_keys: self.plain_keys && other.plain_keys,
+        }
+    }
+
+    /// The shape of every resource's root, together (in parallel for long
+    /// lists).
+    fn of_list(resources: &[Node]) -> Shape {
+        let of_item = |item: &Node| Shape::of(item.root());
+        if resources.len() >= PARALLEL_FROM {
+            resources
+                .par_iter()
+                .map(of_item)
+                .reduce(|| Shape::ALL, Shape::and)
+        } else {
+            resources.iter().map(of_item).fold(Shape::ALL, Shape::and)
+        }
+    }
+
+    /// The shape of `node`'s tree; the walk stops once both flags are off.
+    fn of(node: &Node) -> Shape {
+        let mut shape = Shape::ALL;
+        shape.visit(node);
+        shape
+    }
+
+    fn visit(&mut self, node: &Node) {
+        if *self == Shape::NONE {
+            return;
+        }
+        if !node.foot_comment.is_empty() || node.style.contains(crate::yaml::node::Style::FOLDED) {
+            self.survives_wire = false;
+        }
+        if self.plain_keys && node.is_mapping() {
+            for (i, key) in node.content.iter().enumerate().step_by(2) {
+                if !key.is_scalar()
+                    || key.value.is_empty()
+                    || key.value == "<<"
+                    || node.content[..i]
+                        .iter()
+                        .step_by(2)
+                        .any(|earlier| earlier.value == key.value)
+                {
+                    self.plain_keys = false;
+                    break;
+                }
+            }
+        }
+        for child in &node.content {
+            self.visit(child);
+        }
+    }
 }
 
 /// Whether builtins run on nodes (`KRENDER_NATIVE`: `off` forces the wire,
@@ -460,6 +536,18 @@ pub fn run_native(
     call: FunctionCall<'_>,
     timeout: Duration,
 ) -> Result<EvaluatedStep, EvalError> {
+    let shape = Shape::of_list(&resources);
+    run_native_shaped(builtin, resources, call, timeout, shape)
+}
+
+/// [`run_native`] with the resources' [`Shape`] already known.
+fn run_native_shaped(
+    builtin: Builtin,
+    resources: Vec<Node>,
+    call: FunctionCall<'_>,
+    timeout: Duration,
+    shape: Shape,
+) -> Result<EvaluatedStep, EvalError> {
     let prepared = match Prepared::new(resources, &call) {
         Ok(prepared) => prepared,
         Err(error) => {
@@ -471,7 +559,7 @@ pub fn run_native(
         }
     };
     let mut prepared = prepared;
-    if builtin.edits_in_place() && prepared.inputs.iter().all(|input| plain_keys(input.root())) {
+    if builtin.edits_in_place() && shape.plain_keys {
         // No copy of the input: the builtin edits the resources themselves,
         // and the walks that would restore comments and key order from the
         // input are no-ops for its edits (see Builtin::edits_in_place).
@@ -504,28 +592,6 @@ fn exit_status(exit_code: i32) -> Result<(), ExitFailure> {
     } else {
         Err(ExitFailure)
     }
-}
-
-/// True when every mapping under `node` has distinct, non-empty scalar keys
-/// (no merge keys). kyaml syncs key order by key text, so duplicate, empty
-/// or non-scalar keys are rearranged by the restore even between equal
-/// trees; such resources always get the full restore.
-fn plain_keys(node: &Node) -> bool {
-    if node.is_mapping() {
-        for (i, key) in node.content.iter().enumerate().step_by(2) {
-            if !key.is_scalar()
-                || key.value.is_empty()
-                || key.value == "<<"
-                || node.content[..i]
-                    .iter()
-                    .step_by(2)
-                    .any(|earlier| earlier.value == key.value)
-            {
-                return false;
-            }
-        }
-    }
-    node.content.iter().all(plain_keys)
 }
 
 /// How a step's output gets its input's comments and key order back.
@@ -783,7 +849,7 @@ fn restore_one(inputs: &[Node], output: &mut Node, native: bool) -> Result<(), W
     else {
         return Ok(());
     };
-    let unchanged = native && input.kind != NodeKind::Document && plain_keys(input);
+    let unchanged = native && input.kind != NodeKind::Document && Shape::of(input).plain_keys;
     if unchanged && input.same_content(output) {
         // Copying comments into empty slots and syncing key order are
         // no-ops between equal trees (folded scalars, which the copy
