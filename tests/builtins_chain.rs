@@ -132,7 +132,9 @@ functionConfig:
 fn unknown_images_are_not_found_by_the_builtins() {
     use krender::runtime::builtin::BuiltinEvaluator;
     let request = FunctionRequest {
-        target: FunctionTarget::Image("ghcr.io/kptdev/krm-functions-catalog/gatekeeper:latest"),
+        target: FunctionTarget::Image(
+            "ghcr.io/kptdev/krm-functions-catalog/ensure-name-substring:latest",
+        ),
         input: b"",
         timeout: Duration::from_secs(1),
     };

@@ -16,6 +16,7 @@ use crate::yaml::node::Node;
 
 pub(crate) mod apply_replacements;
 pub(crate) mod apply_setters;
+pub(crate) mod gatekeeper;
 pub(crate) mod jsonschema;
 pub(crate) mod kubeconform;
 pub(crate) mod sdk;
@@ -60,11 +61,13 @@ pub enum Builtin {
     SetImage,
     /// `kubeconform`
     Kubeconform,
+    /// `gatekeeper`
+    Gatekeeper,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 11] = [
+    pub const ALL: [Builtin; 12] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -76,6 +79,7 @@ impl Builtin {
         Builtin::DropComments,
         Builtin::SetImage,
         Builtin::Kubeconform,
+        Builtin::Gatekeeper,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -92,6 +96,7 @@ impl Builtin {
             Builtin::DropComments => "drop-comments",
             Builtin::SetImage => "set-image",
             Builtin::Kubeconform => "kubeconform",
+            Builtin::Gatekeeper => "gatekeeper",
         }
     }
 
@@ -138,6 +143,7 @@ impl Builtin {
             Builtin::ApplySetters => apply_setters::run(input),
             Builtin::SetImage => set_image::run(input),
             Builtin::Kubeconform => kubeconform::run(input),
+            Builtin::Gatekeeper => gatekeeper::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
@@ -170,6 +176,7 @@ impl Builtin {
                 | Builtin::SetAnnotations
                 | Builtin::SetImage
                 | Builtin::Kubeconform
+                | Builtin::Gatekeeper
                 | Builtin::NoOp
                 | Builtin::DropComments
         )
