@@ -340,11 +340,22 @@ impl Node {
         }
         match self.key_index(key) {
             Some(i) => self.content[i + 1] = value,
-            None => {
-                self.content.push(Node::new_string(key));
-                self.content.push(value);
-            }
+            None => self.push_pair(Node::new_string(key), value),
         }
+    }
+
+    /// Appends a key and its value to `content`, growing it by a little
+    /// rather than doubling: builtins add a key or two to thousands of small
+    /// mappings (labels, annotations), and doubling a vector of 200-byte
+    /// nodes for each left most of a render's memory unused.
+    pub fn push_pair(&mut self, key: Node, value: Node) {
+        let len = self.content.len();
+        if self.content.capacity() < len + 2 {
+            // Still amortised for big mappings: grow by a quarter from 32 up.
+            self.content.reserve_exact((len / 4).max(2));
+        }
+        self.content.push(key);
+        self.content.push(value);
     }
 
     /// Returns the value for `key`, creating it with `make` (appended at the
@@ -360,8 +371,7 @@ impl Node {
         let i = match self.key_index(key) {
             Some(i) => i,
             None => {
-                self.content.push(Node::new_string(key));
-                self.content.push(make());
+                self.push_pair(Node::new_string(key), make());
                 self.content.len() - 2
             }
         };
