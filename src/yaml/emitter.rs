@@ -12,7 +12,6 @@
 //! state (column, whitespace/indention flags, the indent stack) exactly.
 //! Text is appended straight to the caller's `String`.
 
-
 /// Requested or chosen style of a scalar event (libyaml `yaml_scalar_style_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ScalarStyle {
