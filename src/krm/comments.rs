@@ -368,19 +368,19 @@ mod tests {
     #[test]
     fn fills_only_empty_slots_and_moves_document_comments_to_the_mapping() {
         let mut input_root = map(vec![("a", scalar("1")), ("b", scalar("2"))]);
-        input_root.content[0].head_comment = "# head a".to_owned();
-        input_root.content[1].line_comment = "# line 1".to_owned();
-        input_root.content[3].line_comment = "# old".to_owned();
+        input_root.content[0].head_comment = "# head a".into();
+        input_root.content[1].line_comment = "# line 1".into();
+        input_root.content[3].line_comment = "# old".into();
         let mut input = Node::new_document(input_root);
-        input.head_comment = "# file header".to_owned();
-        input.foot_comment = "# file foot".to_owned();
+        input.head_comment = "# file header".into();
+        input.foot_comment = "# file foot".into();
 
         let mut output = map(vec![
             ("b", scalar("2")),
             ("a", scalar("changed")),
             ("c", scalar("3")),
         ]);
-        output.content[1].line_comment = "# new".to_owned();
+        output.content[1].line_comment = "# new".into();
         copy_comments(&input, &mut output).unwrap();
 
         assert_eq!(output.head_comment, "# file header");
@@ -395,7 +395,7 @@ mod tests {
         let mut items = Node::new_sequence();
         for (value, comment) in [("first", "# c1"), ("second", "# c2"), ("third", "# c3")] {
             let mut item = scalar(value);
-            item.line_comment = comment.to_owned();
+            item.line_comment = comment.into();
             items.content.push(item);
         }
         let input = map(vec![("list", items)]);

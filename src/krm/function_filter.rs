@@ -51,7 +51,7 @@ use super::resource_list::{
 };
 use crate::runtime::builtin::Builtin;
 use crate::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
-use crate::yaml::node::{Node, NodeKind};
+use crate::yaml::node::{Node, NodeKind, Text};
 
 /// The prefix of kyaml's internal annotations.
 const INTERNAL_PREFIX: &str = "internal.config.kubernetes.io/";
@@ -604,12 +604,12 @@ enum Restore {
     /// A native builtin that edited the inputs themselves: only what does
     /// not depend on the input copy (document comments, keyed by resource
     /// id, go into the root's empty slots, as the walk's first copy does).
-    InPlace(BTreeMap<String, [String; 3]>),
+    InPlace(BTreeMap<String, [Text; 3]>),
 }
 
 /// The wire items for `inputs`, by value ([`wire_item`] without the copy),
 /// and the comments of each Document wrapper by the resource's id.
-fn unwrap_documents(inputs: Vec<Node>) -> (Vec<Node>, BTreeMap<String, [String; 3]>) {
+fn unwrap_documents(inputs: Vec<Node>) -> (Vec<Node>, BTreeMap<String, [Text; 3]>) {
     let mut documents = BTreeMap::new();
     let items = inputs
         .into_iter()
@@ -638,7 +638,7 @@ fn unwrap_documents(inputs: Vec<Node>) -> (Vec<Node>, BTreeMap<String, [String; 
 }
 
 /// [`Restore::InPlace`] for one output resource.
-fn restore_in_place(output: &mut Node, documents: &BTreeMap<String, [String; 3]>) {
+fn restore_in_place(output: &mut Node, documents: &BTreeMap<String, [Text; 3]>) {
     let Some(id) = annotation(output, resource::ID)
         .or_else(|| annotation(output, resource::LEGACY_ID))
         .map(str::to_owned)

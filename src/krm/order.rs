@@ -260,10 +260,10 @@ mod tests {
     #[test]
     fn sequence_item_head_comment_is_copied_or_appended() {
         let mut first = map(vec![("name", scalar("x"))]);
-        first.content[0].head_comment = "# dash".to_owned();
+        first.content[0].head_comment = "# dash".into();
         let mut second = map(vec![("name", scalar("y"))]);
-        second.head_comment = "# item".to_owned();
-        second.content[0].head_comment = "# key".to_owned();
+        second.head_comment = "# item".into();
+        second.content[0].head_comment = "# key".into();
         let mut items = Node::new_sequence();
         items.content = vec![first, second];
         let mut output = map(vec![("items", items)]);

@@ -172,7 +172,7 @@ pub fn load_text(text: &str, file: &Arc<str>) -> Result<Vec<LoadedDocument>, Lay
                 input: InputDocument {
                     body,
                     file: file.clone(),
-                    line: root.line,
+                    line: root.line as usize,
                 },
                 node: root,
             })

@@ -361,7 +361,7 @@ impl Value {
             }
         };
         if !node.anchor.is_empty() {
-            anchors.insert(node.anchor.clone(), value.clone());
+            anchors.insert(node.anchor.to_string(), value.clone());
         }
         value
     }

@@ -240,7 +240,7 @@ fn decode_value(node: &Node, ty: &'static GoType, errors: &mut UnmarshalErrors) 
                     ));
                     continue;
                 }
-                seen.insert(key.value.clone(), key.line);
+                seen.insert(key.value.clone(), key.line as usize);
                 let text = if is_null(value) {
                     String::new()
                 } else if value.kind == NodeKind::Scalar {
@@ -320,7 +320,7 @@ fn decode_struct(
             ));
             continue;
         }
-        seen.insert(key.value.clone(), key.line);
+        seen.insert(key.value.clone(), key.line as usize);
         let Some(chain) = find_field(s, &key.value) else {
             if !errors.strict {
                 continue;

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use super::error::{RawError, YamlError};
-use super::node::{Node, NodeKind, Style, tag};
+use super::node::{Node, NodeKind, Style, Text, tag};
 use super::parser::{Event, EventKind, Parser};
 use super::resolve::resolve_plain;
 use super::scanner::{Mark, ScalarStyle, Scanner};
@@ -183,7 +183,7 @@ impl<'a> Composer<'a> {
         node.content.push(root);
         let end = self.take()?;
         if end.kind == EventKind::DocumentEnd {
-            node.foot_comment = end.foot_comment;
+            node.foot_comment = end.foot_comment.into();
         }
         Ok(node)
     }
@@ -265,7 +265,7 @@ impl<'a> Composer<'a> {
                 if self.peek_kind()? == Some(EventKind::TailComment) {
                     let tail = self.take()?;
                     if key.foot_comment.is_empty() {
-                        key.foot_comment = tail.foot_comment;
+                        key.foot_comment = tail.foot_comment.into();
                     }
                 }
                 self.children.push(key);
@@ -277,8 +277,8 @@ impl<'a> Composer<'a> {
 
     fn finish_collection(&mut self, mut node: Node) -> Result<Node, RawError> {
         let end = self.take()?;
-        node.line_comment = end.line_comment;
-        node.foot_comment = end.foot_comment;
+        node.line_comment = end.line_comment.into();
+        node.foot_comment = end.foot_comment.into();
         if node.kind == NodeKind::Mapping
             && !node.style.contains(Style::FLOW)
             && !node.foot_comment.is_empty()
@@ -294,7 +294,7 @@ impl<'a> Composer<'a> {
     fn anchor(&mut self, node: &mut Node, anchor: String) {
         if !anchor.is_empty() {
             self.anchors.insert(anchor.clone());
-            node.anchor = anchor;
+            node.anchor = anchor.into();
         }
     }
 }
@@ -308,6 +308,13 @@ fn unexpected_end() -> RawError {
 
 /// go-yaml's `parser.node`: an explicit tag (other than `!`) is shortened and
 /// marks the node as tagged; otherwise `default_tag` applies.
+/// A 0-based line or column as a node stores it (1-based), saturating.
+fn position(value: i64) -> u32 {
+    u32::try_from(value.max(0))
+        .unwrap_or(u32::MAX)
+        .saturating_add(1)
+}
+
 fn new_node(kind: NodeKind, default_tag: &str, event: &mut Event) -> Node {
     let (tag, style) = if !event.tag.is_empty() && event.tag != "!" {
         (tag::intern(&short_tag(&event.tag)), Style::TAGGED)
@@ -319,14 +326,14 @@ fn new_node(kind: NodeKind, default_tag: &str, event: &mut Event) -> Node {
         style,
         tag,
         value: String::new(),
-        anchor: String::new(),
+        anchor: Text::new(),
         content: Vec::new(),
-        head_comment: std::mem::take(&mut event.head_comment),
-        line_comment: std::mem::take(&mut event.line_comment),
-        foot_comment: std::mem::take(&mut event.foot_comment),
-        line: usize::try_from(event.start.line).unwrap_or(0) + 1,
-        column: usize::try_from(event.start.column).unwrap_or(0) + 1,
-        offset: event.start.offset,
+        head_comment: std::mem::take(&mut event.head_comment).into(),
+        line_comment: std::mem::take(&mut event.line_comment).into(),
+        foot_comment: std::mem::take(&mut event.foot_comment).into(),
+        line: position(event.start.line),
+        column: position(event.start.column),
+        offset: u32::try_from(event.start.offset).unwrap_or(u32::MAX),
     }
 }
 

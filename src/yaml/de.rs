@@ -151,9 +151,9 @@ impl DecodeError {
     /// Attaches `node`'s position unless a position is already set.
     fn located_at(mut self, node: &Node) -> DecodeError {
         if !self.located {
-            self.line = node.line;
-            self.column = node.column;
-            self.offset = node.offset;
+            self.line = node.line as usize;
+            self.column = node.column as usize;
+            self.offset = node.offset as usize;
             self.located = true;
         }
         self
@@ -599,7 +599,7 @@ impl<'a, 'de> NodeDeserializer<'a, 'de> {
                     return Err(DecodeError::at(
                         DecodeErrorKind::DuplicateKey {
                             key: dup.value.clone(),
-                            first_line: first.line,
+                            first_line: first.line as usize,
                         },
                         dup,
                     ));
@@ -1174,21 +1174,21 @@ mod tests {
     use crate::yaml::resolve::resolve_plain;
 
     /// A plain scalar tagged as the parser tags it, on `line`.
-    fn plain(value: &str, line: usize) -> Node {
+    fn plain(value: &str, line: u32) -> Node {
         let mut node = Node::new_scalar(resolve_plain(value), value);
         node.line = line;
         node.column = 1;
         node
     }
 
-    fn quoted(value: &str, line: usize) -> Node {
+    fn quoted(value: &str, line: u32) -> Node {
         let mut node = Node::new_scalar(tag::STR, value);
         node.style = Style::DOUBLE_QUOTED;
         node.line = line;
         node
     }
 
-    fn mapping(line: usize, pairs: Vec<(Node, Node)>) -> Node {
+    fn mapping(line: u32, pairs: Vec<(Node, Node)>) -> Node {
         let mut node = Node::new_mapping();
         node.line = line;
         for (key, value) in pairs {
@@ -1198,14 +1198,14 @@ mod tests {
         node
     }
 
-    fn sequence(line: usize, items: Vec<Node>) -> Node {
+    fn sequence(line: u32, items: Vec<Node>) -> Node {
         let mut node = Node::new_sequence();
         node.line = line;
         node.content = items;
         node
     }
 
-    fn key(name: &str, line: usize) -> Node {
+    fn key(name: &str, line: u32) -> Node {
         plain(name, line)
     }
 
@@ -1467,7 +1467,7 @@ mod tests {
                 (key("count", 3), plain("3", 3)),
             ],
         );
-        base.anchor = "b".to_owned();
+        base.anchor = "b".into();
         let mut alias = Node::new_scalar("", "b");
         alias.kind = crate::yaml::node::NodeKind::Alias;
         let mut merge_key = key("<<", 5);

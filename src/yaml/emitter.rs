@@ -12,8 +12,6 @@
 //! state (column, whitespace/indention flags, the indent stack) exactly.
 //! Text is appended straight to the caller's `String`.
 
-use std::borrow::Cow;
-
 /// Requested or chosen style of a scalar event (libyaml `yaml_scalar_style_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ScalarStyle {
@@ -38,16 +36,18 @@ pub(crate) enum EventKind {
     MappingEnd,
 }
 
-/// One emitter event, borrowing its text from the node tree.
-#[derive(Clone, Debug)]
+/// One emitter event, borrowing its text from the node tree (so it is
+/// `Copy`: the emitter keeps the current one by value).
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Event<'a> {
     pub(crate) kind: EventKind,
     /// Anchor name (for aliases: the referenced name).
     pub(crate) anchor: &'a str,
-    /// Short tag to write (`!!str`, `!foo`), empty when implicit.
-    pub(crate) tag: Cow<'a, str>,
+    /// Tag to write (`!!str`, `!foo`, or the long `tag:yaml.org,2002:str`
+    /// form, which [`Emitter::analyze_tag`] shortens), empty when implicit.
+    pub(crate) tag: &'a str,
     /// Scalar text.
-    pub(crate) value: Cow<'a, str>,
+    pub(crate) value: &'a str,
     /// Scalar: requested style. Ignored for other kinds.
     pub(crate) style: ScalarStyle,
     /// Collections: flow style requested.
@@ -64,8 +64,8 @@ impl<'a> Event<'a> {
         Event {
             kind,
             anchor: "",
-            tag: Cow::Borrowed(""),
-            value: Cow::Borrowed(""),
+            tag: "",
+            value: "",
             style: ScalarStyle::Plain,
             flow: false,
             head_comment: "",
@@ -147,61 +147,86 @@ const BEST_INDENT: i64 = 2;
 /// go-yaml starts with width -1, which the emitter turns into "infinite".
 const BEST_WIDTH: usize = (1 << 31) - 1;
 
-/// Emits one document's events into `out`. `compact` is kyaml's compact
-/// sequence indent switch.
-pub(crate) fn emit_document(
-    out: &mut String,
-    stream: &mut StreamState,
-    compact: bool,
-    events: &[Event<'_>],
-) {
-    let mut emitter = Emitter {
-        out,
-        events,
-        head: 0,
-        state: State::DocumentStart,
-        first_document: !stream.started,
-        states: Vec::new(),
-        indents: Vec::new(),
-        indent: -1,
-        flow_level: 0,
-        root_context: false,
-        sequence_context: false,
-        mapping_context: false,
-        simple_key_context: false,
-        column: stream.column,
-        whitespace: stream.whitespace,
-        indention: stream.indention,
-        open_ended: stream.open_ended,
-        foot_indent: -1,
-        compact_sequence_indent: compact,
-        anchor: None,
-        tag_handle: "",
-        tag_suffix: "",
-        scalar: ScalarAnalysis::default(),
-        scalar_style: ScalarStyle::Plain,
-        head_comment: "",
-        line_comment: "",
-        foot_comment: "",
-        tail_comment: "",
-        key_line_comment: "",
-    };
-    for head in 0..events.len() {
-        emitter.head = head;
-        emitter.analyze_event();
-        emitter.state_machine();
+/// Writes one document's events into `out` as they arrive: the emitter
+/// looks at most one event ahead (empty-collection and simple-key checks),
+/// so it holds two events, never the whole document's list. `compact` is
+/// kyaml's compact sequence indent switch.
+pub(crate) struct DocumentEmitter<'o, 'e> {
+    emitter: Emitter<'o, 'e>,
+    /// The last event pushed, waiting for its successor.
+    pending: Option<Event<'e>>,
+}
+
+impl<'o, 'e> DocumentEmitter<'o, 'e> {
+    /// Starts a document in the stream described by `stream`.
+    pub(crate) fn new(
+        out: &'o mut String,
+        stream: &StreamState,
+        compact: bool,
+    ) -> DocumentEmitter<'o, 'e> {
+        DocumentEmitter {
+            emitter: Emitter {
+                out,
+                current: Event::new(EventKind::DocumentStart),
+                next: None,
+                state: State::DocumentStart,
+                first_document: !stream.started,
+                states: Vec::new(),
+                indents: Vec::new(),
+                indent: -1,
+                flow_level: 0,
+                root_context: false,
+                sequence_context: false,
+                mapping_context: false,
+                simple_key_context: false,
+                column: stream.column,
+                whitespace: stream.whitespace,
+                indention: stream.indention,
+                open_ended: stream.open_ended,
+                foot_indent: -1,
+                compact_sequence_indent: compact,
+                anchor: None,
+                tag_handle: "",
+                tag_suffix: "",
+                scalar: ScalarAnalysis::default(),
+                scalar_style: ScalarStyle::Plain,
+                head_comment: "",
+                line_comment: "",
+                foot_comment: "",
+                tail_comment: "",
+                key_line_comment: "",
+            },
+            pending: None,
+        }
     }
-    stream.started = true;
-    stream.column = emitter.column;
-    stream.whitespace = emitter.whitespace;
-    stream.indention = emitter.indention;
-    stream.open_ended = emitter.open_ended;
+
+    /// Takes the next event, writing the one before it.
+    pub(crate) fn push(&mut self, event: Event<'e>) {
+        if let Some(previous) = self.pending.replace(event) {
+            self.emitter.step(previous, Some(event.kind));
+        }
+    }
+
+    /// Writes the last event and records where the stream stands.
+    pub(crate) fn finish(mut self, stream: &mut StreamState) {
+        if let Some(last) = self.pending.take() {
+            self.emitter.step(last, None);
+        }
+        let emitter = self.emitter;
+        stream.started = true;
+        stream.column = emitter.column;
+        stream.whitespace = emitter.whitespace;
+        stream.indention = emitter.indention;
+        stream.open_ended = emitter.open_ended;
+    }
 }
 
 struct Emitter<'o, 'e> {
     out: &'o mut String,
-    events: &'e [Event<'e>],
-    head: usize,
+    /// The event being written.
+    current: Event<'e>,
+    /// The kind of the event after it, if any.
+    next: Option<EventKind>,
     state: State,
     first_document: bool,
     states: Vec<State>,
@@ -300,9 +325,16 @@ fn is_printable(s: &[u8], i: usize) -> bool {
 }
 
 impl<'e> Emitter<'_, 'e> {
-    fn event(&self) -> &'e Event<'e> {
-        let events: &'e [Event<'e>] = self.events;
-        &events[self.head]
+    fn event(&self) -> Event<'e> {
+        self.current
+    }
+
+    /// Writes `event`, followed by an event of kind `next`.
+    fn step(&mut self, event: Event<'e>, next: Option<EventKind>) {
+        self.current = event;
+        self.next = next;
+        self.analyze_event();
+        self.state_machine();
     }
 
     // ---- output primitives -------------------------------------------
@@ -672,8 +704,13 @@ impl<'e> Emitter<'_, 'e> {
         self.pop_state();
     }
 
+    /// The kind of the current event (`offset` 0) or the next one (1).
     fn next_kind(&self, offset: usize) -> Option<EventKind> {
-        self.events.get(self.head + offset).map(|event| event.kind)
+        match offset {
+            0 => Some(self.current.kind),
+            1 => self.next,
+            _ => None,
+        }
     }
 
     fn check_empty_sequence(&self) -> bool {
@@ -769,7 +806,7 @@ impl<'e> Emitter<'_, 'e> {
     }
 
     fn process_scalar(&mut self) {
-        let value: &'e str = &self.event().value;
+        let value: &'e str = self.event().value;
         let allow_breaks = !self.simple_key_context;
         match self.scalar_style {
             ScalarStyle::Plain => self.write_plain_scalar(value, allow_breaks),
@@ -849,10 +886,10 @@ impl<'e> Emitter<'_, 'e> {
                     self.anchor = Some((event.anchor, false));
                 }
                 if !event.tag.is_empty() {
-                    self.analyze_tag(&event.tag);
+                    self.analyze_tag(event.tag);
                 }
                 if event.kind == EventKind::Scalar {
-                    self.scalar = analyze_scalar(&event.value);
+                    self.scalar = analyze_scalar(event.value);
                 }
             }
             _ => {}

@@ -1,15 +1,16 @@
 //! Node to emitter events (go-yaml v3 `encode.go` node rules): implicit tags,
 //! forced quoting, key foot comments, compact or wide sequences per document.
 //!
-//! The encoder flattens one document's node tree into a borrowed event list
-//! and hands it to `yaml::emitter`, which writes the text into the caller's
-//! `String`. The decisions made here (which tag is written, which style is
+//! The encoder walks one document's node tree and feeds borrowed events to
+//! `yaml::emitter` one at a time, which writes the text into the caller's
+//! `String`; no event list is ever built (a render's `-o stdout` list is one
+//! document of millions of events). The decisions made here (which tag is written, which style is
 //! requested, where a key's foot comment goes) are go-yaml's; the emitter
 //! may still downgrade the requested style (spec §4.5).
 
 use std::borrow::Cow;
 
-use super::emitter::{Event, EventKind, ScalarStyle, StreamState, emit_document};
+use super::emitter::{DocumentEmitter, Event, EventKind, ScalarStyle, StreamState};
 use super::node::{Node, NodeKind, Style, tag};
 use super::resolve::resolve_plain;
 
@@ -47,9 +48,6 @@ pub struct Encoder<'a> {
     out: &'a mut String,
     seq_indent: SeqIndent,
     stream: StreamState,
-    /// Event count of the previous document: documents in one stream tend
-    /// to be alike, so this avoids regrowing the event buffer.
-    events_hint: usize,
 }
 
 impl<'a> Encoder<'a> {
@@ -59,7 +57,6 @@ impl<'a> Encoder<'a> {
             out,
             seq_indent: SeqIndent::Compact,
             stream: StreamState::default(),
-            events_hint: 64,
         }
     }
 
@@ -88,10 +85,8 @@ impl<'a> Encoder<'a> {
     /// Writes one document. A non-document node is wrapped in an implicit
     /// document without comments.
     pub fn encode(&mut self, node: &Node) {
-        // Sized up front: a render's `-o stdout` list is one document with
-        // millions of events, and growing the vector by doubling copies it
-        // again and again.
-        let mut events = Vec::with_capacity(self.events_hint.max(event_count(node) + 4));
+        let compact = self.seq_indent == SeqIndent::Compact;
+        let mut events = DocumentEmitter::new(self.out, &self.stream, compact);
         if node.kind == NodeKind::Document {
             let mut start = Event::new(EventKind::DocumentStart);
             start.head_comment = &node.head_comment;
@@ -112,24 +107,8 @@ impl<'a> Encoder<'a> {
             push_node(&mut events, node, "", false);
             events.push(Event::new(EventKind::DocumentEnd));
         }
-        self.events_hint = events.len().max(16);
-        emit_document(
-            self.out,
-            &mut self.stream,
-            self.seq_indent == SeqIndent::Compact,
-            &events,
-        );
+        events.finish(&mut self.stream);
     }
-}
-
-/// At least as many events as encoding `node` pushes: one per node, plus an
-/// end event per collection.
-fn event_count(node: &Node) -> usize {
-    let own = match node.kind {
-        NodeKind::Mapping | NodeKind::Sequence | NodeKind::Document => 2,
-        NodeKind::Scalar | NodeKind::Alias => 1,
-    };
-    own + node.content.iter().map(event_count).sum::<usize>()
 }
 
 /// Encodes one node as a single document.
@@ -152,7 +131,12 @@ fn short_tag(tag: &str) -> Cow<'_, str> {
 /// Appends the events of `node`. `tail` is the previous key's held-back foot
 /// comment; `drop_foot` suppresses the node's own foot comment (a mapping key,
 /// whose foot is written after its value instead).
-fn push_node<'n>(events: &mut Vec<Event<'n>>, node: &'n Node, tail: &'n str, drop_foot: bool) {
+fn push_node<'n>(
+    events: &mut DocumentEmitter<'_, 'n>,
+    node: &'n Node,
+    tail: &'n str,
+    drop_foot: bool,
+) {
     // Drop the tag when it was not written explicitly and leaving it out
     // does not change how the value reads back (go-yaml encode.go).
     let stag = short_tag(&node.tag);
@@ -182,7 +166,8 @@ fn push_node<'n>(events: &mut Vec<Event<'n>>, node: &'n Node, tail: &'n str, dro
             NodeKind::Document | NodeKind::Alias => {}
         }
     }
-    let event_tag = if write_tag { stag } else { Cow::Borrowed("") };
+    // The emitter shortens a long `tag:yaml.org,2002:` tag itself.
+    let event_tag: &'n str = if write_tag { &node.tag } else { "" };
     let foot: &'n str = if drop_foot { "" } else { &node.foot_comment };
 
     match node.kind {
@@ -258,7 +243,7 @@ fn push_node<'n>(events: &mut Vec<Event<'n>>, node: &'n Node, tail: &'n str, dro
             let mut scalar = Event::new(EventKind::Scalar);
             scalar.anchor = &node.anchor;
             scalar.tag = event_tag;
-            scalar.value = Cow::Borrowed(&node.value);
+            scalar.value = &node.value;
             scalar.style = style;
             scalar.head_comment = &node.head_comment;
             scalar.line_comment = &node.line_comment;

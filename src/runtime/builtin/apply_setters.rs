@@ -240,10 +240,10 @@ fn set_array(
     sequence.content = elements;
     if sequence.content.is_empty() {
         sequence.style = Style::FLOW;
-        sequence.line_comment = comment;
+        sequence.line_comment = comment.into();
         key.line_comment.clear();
     } else {
-        key.line_comment = comment;
+        key.line_comment = comment.into();
     }
     *value = sequence;
     changes.push((path.to_owned(), setter_value.clone()));

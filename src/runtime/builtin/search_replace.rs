@@ -259,7 +259,7 @@ fn walk(node: &mut Node, config: &Config, path: &mut String, matches: &mut Vec<(
                 return;
             }
             if let Some(comment) = &config.put_comment {
-                node.line_comment = comment_text(comment);
+                node.line_comment = comment_text(comment).into();
             }
             if let Some(put) = &config.put_value {
                 let new_value = match &config.by_value_regex {

@@ -335,7 +335,7 @@ fn node_to_value<'v>(
     anchors: &mut HashMap<String, Node>,
 ) -> Value<'v> {
     if !node.anchor.is_empty() {
-        anchors.insert(node.anchor.clone(), node.clone());
+        anchors.insert(node.anchor.to_string(), node.clone());
     }
     match node.kind {
         NodeKind::Document => match node.content.first() {
