@@ -992,3 +992,243 @@ mod tests {
         assert_eq!(cli_line(&FnResult::error("oops")), "[error] /// : oops");
     }
 }
+
+#[cfg(test)]
+mod pipeline_tests {
+    use super::*;
+
+    /// Runs the function on a ResourceList and returns the result messages
+    /// (first line) with their severities, and the exit code.
+    fn outcome(items_yaml: &str) -> (Vec<(String, String)>, i32) {
+        let mut wire =
+            String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n");
+        for line in items_yaml.lines() {
+            wire.push_str("  ");
+            wire.push_str(line);
+            wire.push('\n');
+        }
+        let input = ResourceList::parse(wire.as_bytes());
+        assert!(input.is_ok(), "{input:?}");
+        let Ok(input) = input else {
+            return (Vec::new(), -1);
+        };
+        let outcome = run(input);
+        let results = outcome
+            .results
+            .iter()
+            .map(|result| {
+                let severity = match result.severity {
+                    Some(Severity::Error) => "error",
+                    Some(Severity::Warning) => "warning",
+                    Some(Severity::Info) => "info",
+                    None => "",
+                };
+                (severity.to_owned(), result.message.clone())
+            })
+            .collect();
+        (results, outcome.exit_code)
+    }
+
+    const UNIQUE_TEMPLATE: &str = r#"- apiVersion: templates.gatekeeper.sh/v1beta1
+  kind: ConstraintTemplate
+  metadata:
+    name: uniquelabel
+  spec:
+    crd:
+      spec:
+        names:
+          kind: UniqueLabel
+    targets:
+    - target: admission.k8s.gatekeeper.sh
+      libs:
+      - |
+        package lib.helpers
+        label(obj, key) = value { value := obj.metadata.labels[key] }
+      rego: |
+        package uniquelabel
+        import data.lib.helpers
+
+        make_apiversion(kind) = apiVersion {
+          g := kind.group
+          v := kind.version
+          g != ""
+          apiVersion = sprintf("%v/%v", [g, v])
+        }
+        make_apiversion(kind) = apiVersion {
+          kind.group == ""
+          apiVersion = kind.version
+        }
+
+        violation[{"msg": msg}] {
+          key := input.parameters.key
+          value := helpers.label(input.review.object, key)
+          ns := input.review.object.metadata.namespace
+          other := data.inventory.namespace[ns][make_apiversion(input.review.kind)][input.review.kind.kind][name]
+          name != input.review.object.metadata.name
+          helpers.label(other, key) == value
+          msg := sprintf("%v %q shares label %v=%v with %v", [input.review.kind.kind, input.review.object.metadata.name, key, value, name])
+        }
+"#;
+
+    #[test]
+    fn inventory_and_libs_are_visible_to_templates() {
+        let items = format!(
+            "{UNIQUE_TEMPLATE}{}",
+            r#"- apiVersion: constraints.gatekeeper.sh/v1beta1
+  kind: UniqueLabel
+  metadata:
+    name: unique-app
+  spec:
+    match:
+      kinds:
+      - apiGroups: [""]
+        kinds: [ConfigMap]
+    parameters:
+      key: app
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: a, namespace: shop, labels: {app: web}}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: b, namespace: shop, labels: {app: web}}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: c, namespace: other, labels: {app: web}}
+"#
+        );
+        let (results, code) = outcome(&items);
+        assert_eq!(
+            results,
+            vec![
+                (
+                    "error".to_owned(),
+                    "ConfigMap \"a\" shares label app=web with b\nviolatedConstraint: unique-app"
+                        .to_owned()
+                ),
+                (
+                    "error".to_owned(),
+                    "ConfigMap \"b\" shares label app=web with a\nviolatedConstraint: unique-app"
+                        .to_owned()
+                ),
+            ]
+        );
+        assert_eq!(code, 1);
+    }
+
+    #[test]
+    fn namespace_selectors_use_the_namespace_objects() {
+        let items = r#"- apiVersion: templates.gatekeeper.sh/v1
+  kind: ConstraintTemplate
+  metadata:
+    name: denyall
+  spec:
+    crd:
+      spec:
+        names:
+          kind: DenyAll
+    targets:
+    - target: admission.k8s.gatekeeper.sh
+      code:
+      - engine: Rego
+        source:
+          version: v1
+          rego: |
+            package denyall
+            violation contains {"msg": msg} if {
+              msg := concat(" ", ["denied", input.review.object.metadata.name])
+            }
+- apiVersion: constraints.gatekeeper.sh/v1beta1
+  kind: DenyAll
+  metadata:
+    name: deny-prod
+  spec:
+    enforcementAction: warn
+    match:
+      scope: Namespaced
+      namespaceSelector:
+        matchLabels: {env: prod}
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: shop, labels: {env: prod}}
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: lab, labels: {env: dev}}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: in-shop, namespace: shop}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: in-lab, namespace: lab}
+"#;
+        let (results, code) = outcome(items);
+        assert_eq!(
+            results,
+            vec![(
+                "warning".to_owned(),
+                "denied in-shop\nviolatedConstraint: deny-prod".to_owned()
+            )]
+        );
+        assert_eq!(code, 0);
+    }
+
+    #[test]
+    fn a_missing_namespace_for_a_namespace_selector_is_an_error() {
+        let items = format!(
+            "{UNIQUE_TEMPLATE}{}",
+            r#"- apiVersion: constraints.gatekeeper.sh/v1beta1
+  kind: UniqueLabel
+  metadata:
+    name: unique-app
+  spec:
+    match:
+      namespaceSelector:
+        matchLabels: {env: prod}
+    parameters:
+      key: app
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: a, namespace: nowhere}
+"#
+        );
+        let (results, code) = outcome(&items);
+        assert_eq!(
+            results,
+            vec![(
+                "error".to_owned(),
+                "reviewing /v1, Kind=ConfigMap nowhere/a: failed to run Match criteria: \
+                 namespace selector for namespace-scoped object but missing Namespace"
+                    .to_owned()
+            )]
+        );
+        assert_eq!(code, 1);
+    }
+
+    #[test]
+    fn rego_syntax_errors_reject_the_template() {
+        let items = r#"- apiVersion: templates.gatekeeper.sh/v1
+  kind: ConstraintTemplate
+  metadata:
+    name: broken
+  spec:
+    crd:
+      spec:
+        names:
+          kind: Broken
+    targets:
+    - target: admission.k8s.gatekeeper.sh
+      rego: |
+        package broken
+        violation[{"msg": msg}] {
+"#;
+        let (results, code) = outcome(items);
+        assert_eq!(code, 1);
+        assert_eq!(results.len(), 1);
+        assert!(
+            results
+                .first()
+                .is_some_and(|(_, message)| message
+                    .starts_with("adding template \"broken\": invalid module: ")),
+            "{results:?}"
+        );
+    }
+}
