@@ -20,6 +20,11 @@
 
 #![allow(clippy::print_stdout)]
 
+// The in-process (watch) measurements run in this process: give it the
+// allocator the `krender` binary uses.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -185,8 +190,9 @@ fn edit_leaf(root: &Path, packages: usize, replicas: usize) {
 }
 
 /// In-process incremental render (what `krender watch` does): a session's
-/// first render, then a one-leaf edit. Returns (first, edit, pipelines run
-/// by the edit, the edit's stdout bytes).
+/// first render, then one-leaf edits (`KRENDER_BENCH_EDITS`, default 5,
+/// each a new value). Returns (first, the median edit, pipelines run by the
+/// last edit, the last edit's stdout bytes).
 fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, String) {
     use krender::engine::db::RenderContext;
     use krender::engine::session::RenderSession;
@@ -203,6 +209,15 @@ fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, Str
         image: Arc::from(image_evaluator(&ChainOptions::default())),
         exec: Arc::new(krender::runtime::exec::ExecEvaluator),
     };
+    // `RUST_LOG=krender=info` times the session's phases, as the CLI does.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .with_ansi(false)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
     let mut session = RenderSession::new(context, None);
     let render = |session: &mut RenderSession| {
         let kptfile = hydrate::load_root(root).unwrap();
@@ -216,12 +231,23 @@ fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, Str
     let started = Instant::now();
     render(&mut session);
     let first = started.elapsed();
-    edit_leaf(root, packages, 7);
-    let before = session.pipelines_run();
-    let started = Instant::now();
-    let output = render(&mut session);
-    let edit = started.elapsed();
-    (first, edit, session.pipelines_run() - before, output)
+    let edits: usize = std::env::var("KRENDER_BENCH_EDITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    let mut times = Vec::new();
+    let mut last = (0, String::new());
+    for replicas in 0..edits {
+        edit_leaf(root, packages, 7 + replicas);
+        let before = session.pipelines_run();
+        let started = Instant::now();
+        let output = render(&mut session);
+        times.push(started.elapsed());
+        last = (session.pipelines_run() - before, output);
+    }
+    times.sort();
+    (first, times[times.len() / 2], last.0, last.1)
 }
 
 fn krender(root: &Path, cache: &Path, extra: &[&str]) -> Command {

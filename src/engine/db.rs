@@ -111,6 +111,7 @@ pub fn local_resources(db: &dyn Db, pkg: PackageSource) -> Result<Vec<Node>, Str
 /// the walk reports the failure itself.
 #[salsa::tracked(returns(ref), no_eq)]
 pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<PackageRun> {
+    let _span = tracing::debug_span!("pipeline", package = %pkg.path(db).display()).entered();
     let context = db.context();
     let local = local_resources(db, pkg).as_ref().ok()?;
     let input_files = hydrate::input_file_names(&context.root, pkg.path(db), local);

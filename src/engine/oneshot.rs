@@ -64,6 +64,7 @@ fn run_levels(
     jobs: Option<usize>,
     progress: Option<Progress>,
 ) -> BTreeMap<PathBuf, PackageRun> {
+    let _span = tracing::info_span!("levels").entered();
     let index: BTreeMap<&Path, usize> = scanned
         .iter()
         .enumerate()
@@ -132,6 +133,7 @@ fn run_one(
     children: &[usize],
     slots: &[Mutex<Option<PackageRun>>],
 ) -> Option<PackageRun> {
+    let _span = tracing::debug_span!("pipeline", package = %pkg.path.display()).entered();
     let options = ReadOptions {
         package_path: Some(pkg.path.display().to_string()),
     };

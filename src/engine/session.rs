@@ -124,6 +124,7 @@ impl RenderSession {
     /// Kptfile, unreadable file) leaves the session incomplete: the next
     /// render then runs everything in the walk, which reports the problem.
     pub fn refresh(&mut self, root_kptfile: &Kptfile) -> RefreshStats {
+        let _span = tracing::info_span!("refresh").entered();
         let Some(scanned) = scan_tree(&self.root, root_kptfile) else {
             self.complete = false;
             return RefreshStats::default();
@@ -209,6 +210,7 @@ impl RenderSession {
     /// first), the packages of a level in parallel, each job on its own
     /// database handle.
     fn warm_up(&self) {
+        let _span = tracing::info_span!("levels").entered();
         let graph: BTreeMap<String, Vec<String>> = self
             .children
             .iter()
@@ -259,6 +261,7 @@ impl RenderSession {
     /// also ran successfully hands over an empty output: the parent's run
     /// already contains it, and the walk discards it anyway.
     fn precomputed(&self) -> BTreeMap<PathBuf, PackageRun> {
+        let _span = tracing::info_span!("adopt").entered();
         let mut parent_ok: BTreeMap<&Path, bool> = BTreeMap::new();
         for (pkg, children) in &self.children {
             let ok = self
@@ -309,6 +312,7 @@ pub(super) fn path_key(path: &Path) -> String {
 /// Reads every package below `root` (BFS order: the root first); `None`
 /// when any Kptfile, listing or file cannot be read or decoded.
 pub(super) fn scan_tree(root: &Path, root_kptfile: &Kptfile) -> Option<Vec<Scanned>> {
+    let _span = tracing::info_span!("scan").entered();
     // The structure first (directories and Kptfiles), then the files of all
     // packages in parallel.
     let mut structure: Vec<(PathBuf, Kptfile, Vec<PathBuf>)> = Vec::new();

@@ -71,6 +71,7 @@ pub fn apply(
     stdout: &mut dyn Write,
     log: &mut dyn Write,
 ) -> Result<(), ApplyError> {
+    let _span = tracing::info_span!("apply").entered();
     let in_place = *output == Output::InPlace;
     let root = outcome.root.clone();
     if let Some(error) = &outcome.error

@@ -261,6 +261,7 @@ pub fn hydrate_with(
     log: &mut dyn Write,
     precomputed: BTreeMap<PathBuf, PackageRun>,
 ) -> RenderOutcome {
+    let _span = tracing::info_span!("walk", adopted = precomputed.len()).entered();
     let save_on_failure =
         root_kptfile.annotation_is_true(kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION);
     let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
