@@ -321,7 +321,7 @@ pub(super) fn scan_tree(root: &Path, root_kptfile: &Kptfile) -> Option<Vec<Scann
         let children = tree::direct_subpackages(&path).ok()?;
         for child in &children {
             let bytes = std::fs::read(child.join(KPTFILE_NAME)).ok()?;
-            let decoded = Kptfile::parse(&String::from_utf8_lossy(&bytes), child).ok()?;
+            let decoded = Kptfile::parse_bytes(&bytes, child).ok()?;
             decoded.validate(child).ok()?;
             queue.push_back((child.clone(), decoded));
         }

@@ -131,7 +131,7 @@ fn read_kptfile(dir: &Path) -> Result<Kptfile, KptfileError> {
             });
         }
     };
-    Kptfile::parse(&String::from_utf8_lossy(&bytes), dir)
+    Kptfile::parse_bytes(&bytes, dir)
 }
 
 struct Hydrator<'a, 'w> {

@@ -455,7 +455,37 @@ fn function_of(value: &StructValue) -> Function {
     }
 }
 
+/// Decoded Kptfiles by package directory and blake3 of their bytes: a
+/// render reads every Kptfile twice (the scheduler's scan, then kpt's walk),
+/// and `watch` re-reads them all on every change.
+static DECODED: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<(PathBuf, [u8; 32]), Kptfile>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// Entries past which [`DECODED`] starts over (a bound for long watches).
+const DECODED_MAX: usize = 50_000;
+
 impl Kptfile {
+    /// [`Kptfile::parse`] of a Kptfile's bytes (lossily UTF-8), remembering
+    /// what decoded: the same bytes in the same directory decode once per
+    /// process. Errors are not remembered.
+    pub fn parse_bytes(bytes: &[u8], dir: &Path) -> Result<Kptfile, KptfileError> {
+        let key = (dir.to_path_buf(), *blake3::hash(bytes).as_bytes());
+        if let Ok(decoded) = DECODED.lock()
+            && let Some(kptfile) = decoded.get(&key)
+        {
+            return Ok(kptfile.clone());
+        }
+        let kptfile = Kptfile::parse(&String::from_utf8_lossy(bytes), dir)?;
+        if let Ok(mut decoded) = DECODED.lock() {
+            if decoded.len() >= DECODED_MAX {
+                decoded.clear();
+            }
+            decoded.insert(key, kptfile.clone());
+        }
+        Ok(kptfile)
+    }
+
     /// Parses a Kptfile's text. `dir` is the package directory, for messages.
     pub fn parse(text: &str, dir: &Path) -> Result<Kptfile, KptfileError> {
         let unreadable = |details: String| KptfileError::Unreadable {
