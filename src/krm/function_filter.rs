@@ -114,8 +114,53 @@ pub struct StepOutput {
     pub results: Option<Node>,
     /// Migration id → the input's internal annotations before the call
     /// (empty for calls outside the pipeline).
-    snapshots: BTreeMap<String, BTreeMap<String, String>>,
+    snapshots: Snapshots,
     in_pipeline: bool,
+}
+
+/// One input's internal annotations before a call, in the order first
+/// seen (a handful per resource: a list beats a map's nodes, and a DFS
+/// root's step takes one per resource of the tree).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Snapshot(Vec<(String, String)>);
+
+impl Snapshot {
+    fn get(&self, key: &str) -> Option<&String> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+}
+
+/// The inputs' snapshots by position: the migration id a resource carries
+/// through the call is its position's decimal text.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Snapshots(Vec<Option<Snapshot>>);
+
+impl Snapshots {
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(Option::is_none)
+    }
+
+    /// The snapshot of the resource whose migration id is `id`: only the
+    /// exact text written (`"7"`, not `"07"` or `"+7"`) finds it, as in
+    /// kyaml's map keyed by that text.
+    fn get(&self, id: &str) -> Option<&Snapshot> {
+        let canonical = !id.is_empty()
+            && id.bytes().all(|b| b.is_ascii_digit())
+            && (id == "0" || !id.starts_with('0'));
+        if !canonical {
+            return None;
+        }
+        let position: usize = id.parse().ok()?;
+        self.0.get(position)?.as_ref()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Snapshot> {
+        self.0.iter().flatten()
+    }
 }
 
 /// Runs one function over `resources` (Document or Mapping nodes carrying
@@ -161,7 +206,7 @@ pub fn run_function_owned<E: std::fmt::Display>(
 /// Steps 1 and 2 done: the inputs as the function sees them.
 struct Prepared {
     inputs: Vec<Node>,
-    snapshots: BTreeMap<String, BTreeMap<String, String>>,
+    snapshots: Snapshots,
     /// The input that is the step's `configPath:` config, if any.
     config_item: Option<usize>,
     in_pipeline: bool,
@@ -189,12 +234,7 @@ impl Prepared {
             kyaml_set_annotation(input, resource::LEGACY_ID, &id);
             Ok(snapshot)
         });
-        let mut snapshots = BTreeMap::new();
-        for (position, snapshot) in prepared.into_iter().enumerate() {
-            if let Some(snapshot) = snapshot? {
-                snapshots.insert(position.to_string(), snapshot);
-            }
-        }
+        let snapshots = Snapshots(prepared.into_iter().collect::<Result<_, _>>()?);
         Ok(Prepared {
             inputs,
             snapshots,
@@ -722,10 +762,7 @@ impl std::fmt::Display for ExitFailure {
 
 /// kyaml `PreprocessResourcesForInternalAnnotationMigration`, for the
 /// resource at `position`: returns its snapshot.
-fn prepare_migration(
-    position: usize,
-    input: &mut Node,
-) -> Result<BTreeMap<String, String>, WireError> {
+fn prepare_migration(position: usize, input: &mut Node) -> Result<Snapshot, WireError> {
     kyaml_set_annotation(input, resource::MIGRATION_ID, &position.to_string());
     let snapshot = internal_annotations(input);
     copy_legacy_annotations(input);
@@ -774,8 +811,8 @@ fn first_error(results: Vec<Result<(), WireError>>) -> Result<(), WireError> {
 
 /// kyaml `GetInternalAnnotations`: internal-prefixed annotations plus the
 /// legacy path, index and id.
-fn internal_annotations(node: &Node) -> BTreeMap<String, String> {
-    let mut found = BTreeMap::new();
+fn internal_annotations(node: &Node) -> Snapshot {
+    let mut found = Snapshot::default();
     let Some(annotations) = node.root().get_path(&["metadata", "annotations"]) else {
         return found;
     };
@@ -785,10 +822,8 @@ fn internal_annotations(node: &Node) -> BTreeMap<String, String> {
             || name == resource::LEGACY_PATH
             || name == resource::LEGACY_INDEX
             || name == resource::LEGACY_ID;
-        if wanted && value.is_scalar() {
-            found
-                .entry(name.to_owned())
-                .or_insert_with(|| value.value.clone());
+        if wanted && value.is_scalar() && !found.contains_key(name) {
+            found.0.push((name.to_owned(), value.value.clone()));
         }
     }
     found
@@ -902,9 +937,7 @@ pub fn default_path(node: &Node) -> String {
 }
 
 /// kyaml `determineAnnotationsFormat`.
-fn annotation_format(
-    snapshots: &BTreeMap<String, BTreeMap<String, String>>,
-) -> Result<(bool, bool), WireError> {
+fn annotation_format(snapshots: &Snapshots) -> Result<(bool, bool), WireError> {
     if snapshots.is_empty() {
         return Ok((true, true));
     }
@@ -956,10 +989,7 @@ fn fill_missing_counterparts(node: &mut Node) {
 
 /// kyaml `checkAnnotationsAltered`: compares path and index with the
 /// snapshot taken before the call and propagates a one-sided change.
-fn reconcile_changed(
-    node: &mut Node,
-    snapshots: &BTreeMap<String, BTreeMap<String, String>>,
-) -> Result<(), WireError> {
+fn reconcile_changed(node: &mut Node, snapshots: &Snapshots) -> Result<(), WireError> {
     let Some(original) = snapshots.get(text(node, resource::MIGRATION_ID)) else {
         return Ok(());
     };
@@ -991,7 +1021,33 @@ fn reconcile_changed(
 
 #[cfg(test)]
 mod tests {
-    use super::default_path;
+    use super::{Snapshot, Snapshots, default_path};
+
+    /// A migration id finds its snapshot only in the exact text kpt wrote
+    /// (kyaml keys a map by it), and the first value of a key wins.
+    #[test]
+    fn snapshots_are_found_by_the_exact_migration_id() {
+        let first = Snapshot(vec![("a".to_owned(), "1".to_owned())]);
+        let snapshots = Snapshots(vec![None, Some(first.clone()), None]);
+        assert_eq!(snapshots.get("1"), Some(&first));
+        for id in [
+            "0",
+            "2",
+            "3",
+            "01",
+            "+1",
+            " 1",
+            "",
+            "1a",
+            "18446744073709551616",
+        ] {
+            assert_eq!(snapshots.get(id), None, "{id:?}");
+        }
+        assert!(!snapshots.is_empty());
+        assert!(Snapshots(vec![None, None]).is_empty());
+        assert_eq!(first.get("a").map(String::as_str), Some("1"));
+        assert!(!first.contains_key("b"));
+    }
     use crate::krm::resource::clean_path;
     use crate::yaml::node::{Node, tag};
 
