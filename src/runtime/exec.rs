@@ -59,53 +59,72 @@ pub fn run_process(
             EvalError::ExecutionFailed(format!("fork/exec {program}: {}", go_io_text(&error)))
         })?;
 
-    let stdin = child.stdin.take();
-    let input = input.to_vec();
-    let writer = thread::spawn(move || {
-        if let Some(mut stdin) = stdin {
-            // A function may exit without reading its input; a broken pipe
-            // here is not our error, the exit code tells the story.
-            let _ = stdin.write_all(&input);
-        }
-    });
-    let stderr_pipe = child.stderr.take();
-    let stderr_reader = thread::spawn(move || {
-        let mut buffer = Vec::new();
-        if let Some(mut pipe) = stderr_pipe {
-            let _ = pipe.read_to_end(&mut buffer);
-        }
-        buffer
-    });
-    let stdout_pipe = child.stdout.take();
-    let stdout_reader = thread::spawn(move || {
-        let mut buffer = Vec::new();
-        if let Some(mut pipe) = stdout_pipe {
-            let _ = pipe.read_to_end(&mut buffer);
-        }
-        buffer
-    });
+    // Scoped threads borrow the input instead of copying it (a DFS root's
+    // input is the whole tree).
+    let collected = thread::scope(|scope| {
+        let stdin = child.stdin.take();
+        let writer = scope.spawn(move || {
+            if let Some(mut stdin) = stdin {
+                // A function may exit without reading its input; a broken
+                // pipe here is not our error, the exit code tells the story.
+                let _ = stdin.write_all(input);
+            }
+        });
+        let stderr_pipe = child.stderr.take();
+        let stderr_reader = scope.spawn(move || {
+            let mut buffer = Vec::new();
+            if let Some(mut pipe) = stderr_pipe {
+                let _ = pipe.read_to_end(&mut buffer);
+            }
+            buffer
+        });
+        let stdout_pipe = child.stdout.take();
+        let (stdout_closed, closed) = std::sync::mpsc::channel();
+        let stdout_reader = scope.spawn(move || {
+            // Sized for an output about as long as the input (a mutator's
+            // usual answer), instead of doubling up to it.
+            let mut buffer = Vec::with_capacity(input.len() + 4096);
+            if let Some(mut pipe) = stdout_pipe {
+                let _ = pipe.read_to_end(&mut buffer);
+            }
+            let _ = stdout_closed.send(());
+            buffer
+        });
 
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {
-                if Instant::now() >= deadline {
+        let deadline = Instant::now() + timeout;
+        // A function closes its stdout when it exits: wait for that without
+        // polling (a render runs hundreds of short functions, and a fixed
+        // poll interval added its latency to each), then reap it, polling
+        // with a growing interval only for a child that closed stdout and
+        // lives on.
+        let _ = closed.recv_timeout(timeout);
+        let mut pause = Duration::from_micros(20);
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) => {
+                    if Instant::now() >= deadline {
+                        // Killing closes the pipes, so the threads finish.
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break Err(EvalError::TimedOut(timeout));
+                    }
+                    thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+                    pause = (pause * 2).min(Duration::from_millis(5));
+                }
+                Err(error) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    let _ = writer.join();
-                    let _ = stdout_reader.join();
-                    let _ = stderr_reader.join();
-                    return Err(EvalError::TimedOut(timeout));
+                    break Err(EvalError::System(error.to_string()));
                 }
-                thread::sleep(Duration::from_millis(2));
             }
-            Err(error) => return Err(EvalError::System(error.to_string())),
-        }
-    };
-    let _ = writer.join();
-    let stdout = stdout_reader.join().unwrap_or_default();
-    let stderr = stderr_reader.join().unwrap_or_default();
+        };
+        let _ = writer.join();
+        let stdout = stdout_reader.join().unwrap_or_default();
+        let stderr = stderr_reader.join().unwrap_or_default();
+        status.map(|status| (status, stdout, stderr))
+    });
+    let (status, stdout, stderr) = collected?;
     // Killed by a signal: Go reports -1 as the exit code.
     let exit_code = status.code().unwrap_or(-1);
     Ok(FunctionResponse {
@@ -187,6 +206,33 @@ mod tests {
             target: FunctionTarget::Exec("sleep 5"),
             input: b"",
             timeout: Duration::from_millis(100),
+        };
+        assert!(matches!(
+            ExecEvaluator.evaluate(&request),
+            Err(EvalError::TimedOut(_))
+        ));
+    }
+
+    /// The wait watches stdout closing; a child that closes it early and
+    /// works on is still waited for, with its exit code and late stderr.
+    #[test]
+    fn child_closing_stdout_early_is_still_waited_for() {
+        let response = run(
+            "sh -c 'cat; exec >&-; sleep 0.2; echo late >&2; exit 4'",
+            b"in",
+        );
+        assert_eq!(response.stdout, b"in");
+        assert_eq!(response.stderr, b"late\n");
+        assert_eq!(response.exit_code, 4);
+    }
+
+    /// Same, past the deadline: the child is killed.
+    #[test]
+    fn deadline_kills_a_child_that_closed_stdout() {
+        let request = FunctionRequest {
+            target: FunctionTarget::Exec("sh -c 'exec >&- 2>&-; exec sleep 5'"),
+            input: b"",
+            timeout: Duration::from_millis(150),
         };
         assert!(matches!(
             ExecEvaluator.evaluate(&request),
