@@ -436,3 +436,73 @@ fn dfs_renders_subpackages_first() {
         run.file("Kptfile")
     );
 }
+
+/// `RUST_LOG` output from the worker threads that run pipelines reaches
+/// stderr while the command holds stderr's lock for kpt's own lines (it
+/// used to wait for that lock forever), and logging changes no output.
+#[test]
+fn debug_logging_from_parallel_pipelines_does_not_hang() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let root = temp.path().join("root");
+    let kptfile = |name: &str| {
+        format!(
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: {name}\npipeline:\n  mutators:\n    - image: ghcr.io/kptdev/krm-functions-catalog/set-labels:latest\n      configMap:\n        owner: {name}\n"
+        )
+    };
+    for pkg in ["", "a", "b", "c", "d", "e", "f"] {
+        let dir = root.join(pkg);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let name = if pkg.is_empty() { "root" } else { pkg };
+        std::fs::write(dir.join("Kptfile"), kptfile(name)).expect("write");
+        std::fs::write(
+            dir.join("cm.yaml"),
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{name}\n"),
+        )
+        .expect("write");
+    }
+    let run = |log: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_krender"));
+        command
+            .args(["fn", "render"])
+            .arg(&root)
+            .args(["-o", "stdout", "--no-cache"])
+            .env_remove("RUST_LOG")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if let Some(log) = log {
+            command.env("RUST_LOG", log);
+        }
+        let mut child = command.spawn().expect("run krender");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut stderr = child.stderr.take().expect("stderr");
+        let out = std::thread::spawn(move || {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut stdout, &mut text).expect("read");
+            text
+        });
+        let err = std::thread::spawn(move || {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut stderr, &mut text).expect("read");
+            text
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("krender with RUST_LOG={log:?} hung");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert!(status.success(), "{log:?}: {status}");
+        (out.join().expect("stdout"), err.join().expect("stderr"))
+    };
+    let (plain, plain_log) = run(None);
+    let (logged, log) = run(Some("krender=debug"));
+    assert_eq!(logged, plain);
+    assert!(plain.contains("owner: root"), "{plain}");
+    assert!(log.contains("pipeline{package="), "{log}");
+    assert!(!plain_log.contains("pipeline{package="), "{plain_log}");
+}

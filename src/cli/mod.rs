@@ -69,10 +69,16 @@ fn init_tracing() {
     let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG") else {
         return;
     };
+    // Not `std::io::stderr`: `run` holds its lock for the whole command
+    // (kpt's log lines go through it), so events from worker threads would
+    // wait for it forever. A duplicate of the descriptor has no such lock.
+    let Ok(fd) = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned() else {
+        return;
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
+        .with_writer(std::sync::Mutex::new(std::fs::File::from(fd)))
         .try_init();
 }
