@@ -82,23 +82,22 @@ pub fn annotation<'a>(resource: &'a Node, key: &str) -> Option<&'a str> {
 pub fn set_annotation(resource: &mut Node, key: &str, value: &str, new_style: Style) {
     // kyaml's SetAnnotation first clears an empty (`{}` or null) annotations
     // map, so it is re-created as a block mapping at the end of `metadata`.
-    if let Some(metadata) = resource.root_mut().get_mut("metadata") {
-        if metadata
+    if let Some(metadata) = resource.root_mut().get_mut("metadata")
+        && metadata
             .get("annotations")
             .is_some_and(|annotations| annotations.content.is_empty())
-        {
-            metadata.remove("annotations");
-        }
+    {
+        metadata.remove("annotations");
     }
     let Some(annotations) = annotations_mut(resource) else {
         return;
     };
-    if let Some(existing) = annotations.get_mut(key) {
-        if existing.is_scalar() {
-            existing.value = value.to_owned();
-            existing.tag = Cow::Borrowed(crate::yaml::node::tag::STR);
-            return;
-        }
+    if let Some(existing) = annotations.get_mut(key)
+        && existing.is_scalar()
+    {
+        existing.value = value.to_owned();
+        existing.tag = Cow::Borrowed(crate::yaml::node::tag::STR);
+        return;
     }
     let mut node = Node::new_string(value);
     node.style = new_style;

@@ -458,9 +458,11 @@ fn function_of(value: &StructValue) -> Function {
 /// Decoded Kptfiles by package directory and blake3 of their bytes: a
 /// render reads every Kptfile twice (the scheduler's scan, then kpt's walk),
 /// and `watch` re-reads them all on every change.
-static DECODED: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<(PathBuf, [u8; 32]), Kptfile>>,
-> = std::sync::LazyLock::new(Default::default);
+static DECODED: std::sync::LazyLock<std::sync::Mutex<DecodedKptfiles>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Kptfiles by (package directory, blake3 of the bytes).
+type DecodedKptfiles = std::collections::HashMap<(PathBuf, [u8; 32]), Kptfile>;
 
 /// Entries past which [`DECODED`] starts over (a bound for long watches).
 const DECODED_MAX: usize = 50_000;
