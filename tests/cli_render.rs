@@ -221,6 +221,47 @@ fn bfs_renders_parents_first() {
     );
 }
 
+/// BFS with sibling subpackages: each package's pipeline sees itself and
+/// its own descendants once (a wrong child index used to hand `a`'s subtree
+/// to the root twice, failing with a duplicate path), parents first, in
+/// breadth-first order.
+#[test]
+fn bfs_with_sibling_subpackages_renders_each_subtree_once() {
+    let run = render("bfs-siblings", &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let counts: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("Package ") || line.contains("labels in total"))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            "Package \"bfs-siblings\":",
+            "    [info]: set 8 labels in total",
+            "Package \"bfs-siblings/a\":",
+            "    [info]: set 4 labels in total",
+            "Package \"bfs-siblings/b\":",
+            "    [info]: set 2 labels in total",
+            "Package \"bfs-siblings/a/a1\":",
+            "    [info]: set 2 labels in total",
+        ]
+    );
+    let cm = |name: &str, labels: &[&str]| {
+        let labels: String = labels
+            .iter()
+            .map(|label| format!("    in-{label}: \"true\"\n"))
+            .collect();
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{name}\n  labels:\n{labels}data:\n  value: one\n"
+        )
+    };
+    assert_eq!(run.file("cm.yaml"), cm("root", &["root"]));
+    assert_eq!(run.file("a/cm.yaml"), cm("a", &["root", "a"]));
+    assert_eq!(run.file("b/cm.yaml"), cm("b", &["root", "b"]));
+    assert_eq!(run.file("a/a1/cm.yaml"), cm("a1", &["root", "a", "a1"]));
+}
+
 #[test]
 fn results_dir_gets_a_function_result_list() {
     let temp = tempfile::tempdir().expect("tempdir");

@@ -432,7 +432,9 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                         HydrateError::plain(&root_path, &text, Report::kptfile(&error)),
                     ));
                 }
-                child_indexes.push(index + 1 + queue.len() + child_indexes.len());
+                // Its index once dequeued: everything queued before it
+                // (earlier siblings included) comes first.
+                child_indexes.push(index + 1 + queue.len());
                 queue.push_back(PkgNode { path: dir, kptfile });
             }
             nodes.push(node);
