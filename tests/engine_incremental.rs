@@ -205,3 +205,46 @@ fn new_subpackage_is_picked_up() {
     let (fresh, _) = render(&mut session(&root, None), &root);
     assert_eq!(output, fresh);
 }
+
+/// Under BFS every package's input comes from its ancestors' outputs: after
+/// an edit the root re-runs, and below it only the packages whose share of
+/// the resources changed; output and log equal a fresh render's.
+#[test]
+fn bfs_edit_reruns_only_packages_whose_input_changed() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("root");
+    write_tree(&root);
+    let bfs_kptfile = kptfile("root", "in-root").replace(
+        "  name: root\n",
+        "  name: root\n  annotations:\n    kpt.dev/bfs-rendering: \"true\"\n",
+    );
+    std::fs::write(root.join("Kptfile"), bfs_kptfile).unwrap();
+    let mut warm = session(&root, None);
+
+    let (first, first_log) = render(&mut warm, &root);
+    assert!(first.contains("in-root: \"true\""), "{first}");
+    assert_eq!(warm.pipelines_run(), 4, "every package runs once");
+
+    // Nothing changed: every run is reused.
+    let (again, again_log) = render(&mut warm, &root);
+    assert_eq!((again, again_log), (first.clone(), first_log));
+    assert_eq!(warm.pipelines_run(), 4);
+
+    // Edit a1: the root, a and a1 see a changed input; b does not.
+    std::fs::write(root.join("a/a1/cm.yaml"), config_map("cm-a1", "two")).unwrap();
+    let (edited, edited_log) = render(&mut warm, &root);
+    assert_eq!(warm.pipelines_run(), 4 + 3);
+    assert!(edited.contains("value: two"), "{edited}");
+    let (fresh, fresh_log) = render(&mut session(&root, None), &root);
+    assert_eq!(edited, fresh);
+    assert_eq!(edited_log, fresh_log);
+    let (once, once_log) = render_once(&root);
+    assert_eq!((edited, edited_log), (once, once_log));
+
+    // A subpackage's Kptfile is also one of the root's resources: editing
+    // b's re-runs the root and b; a and a1 still see the same input.
+    std::fs::write(root.join("b/Kptfile"), kptfile("b", "in-b-renamed")).unwrap();
+    let (renamed, _) = render(&mut warm, &root);
+    assert_eq!(warm.pipelines_run(), 4 + 3 + 2);
+    assert!(renamed.contains("in-b-renamed"), "{renamed}");
+}

@@ -21,7 +21,7 @@ use salsa::Setter;
 
 use super::db::{Db, PackageSource, RenderContext, RenderDb, rendered_package};
 use super::levels::levels;
-use crate::hydrate::{self, PackageRun, RenderOutcome, Runtimes};
+use crate::hydrate::{self, BfsMemo, PackageRun, RenderOutcome, Runtimes};
 use crate::pkg::kptfile::{self, KPTFILE_NAME, Kptfile};
 use crate::pkg::reader::{PackageFile, list_package_files};
 use crate::pkg::tree;
@@ -58,6 +58,9 @@ pub struct RenderSession {
     runs: Arc<AtomicUsize>,
     /// Called with (packages done, packages in the tree) as the levels run.
     progress: Option<Progress>,
+    /// The last BFS render's pipeline runs (BFS trees render in the walk,
+    /// which reuses the runs whose inputs did not change).
+    bfs_memo: std::sync::Mutex<BfsMemo>,
 }
 
 /// A progress callback: (packages done, packages in the tree).
@@ -84,7 +87,8 @@ impl RenderSession {
     /// How many package pipelines have run in this session so far (memo
     /// hits excluded): what `watch` reports per rebuild.
     pub fn pipelines_run(&self) -> usize {
-        self.runs.load(Ordering::Relaxed)
+        let bfs = self.bfs_memo.lock().map_or(0, |memo| memo.pipelines_run());
+        self.runs.load(Ordering::Relaxed) + bfs
     }
 
     /// A session over an existing database (tests pass one that records
@@ -100,6 +104,7 @@ impl RenderSession {
             jobs,
             runs: Arc::default(),
             progress: None,
+            bfs_memo: std::sync::Mutex::default(),
         }
     }
 
@@ -196,13 +201,15 @@ impl RenderSession {
             image: context.image.as_ref(),
             exec: context.exec.as_ref(),
         };
-        hydrate::hydrate_with(
+        let mut bfs_memo = self.bfs_memo.lock().ok();
+        hydrate::hydrate_with_memo(
             &self.root,
             root_kptfile,
             &context.options,
             runtimes,
             log,
             precomputed,
+            bfs_memo.as_deref_mut(),
         )
     }
 

@@ -149,6 +149,29 @@ struct Hydrator<'a, 'w> {
     /// DFS pipeline runs computed ahead of the walk (by the engine), keyed by
     /// package path; the walk adopts them instead of running the pipeline.
     precomputed: BTreeMap<PathBuf, PackageRun>,
+    /// A watch session's BFS runs from its last render, if any.
+    bfs_memo: Option<BfsMemo>,
+}
+
+/// A BFS render's pipeline runs, kept for the next render of the same tree
+/// (a watch session): a package whose Kptfile and input resources are
+/// unchanged adopts its last run instead of running again. Under BFS every
+/// package's input comes from its ancestors' outputs, so after an edit the
+/// root re-runs (it sees every resource), and below it only the packages
+/// whose share of the resources changed.
+#[derive(Default)]
+pub struct BfsMemo {
+    /// By package path: the Kptfile and input of the last run, and the run.
+    runs: BTreeMap<PathBuf, (Kptfile, Vec<Node>, PackageRun)>,
+    /// Pipelines run (not adopted) through this memo.
+    ran: usize,
+}
+
+impl BfsMemo {
+    /// Pipelines run (not adopted) through this memo so far.
+    pub fn pipelines_run(&self) -> usize {
+        self.ran
+    }
 }
 
 /// One package's DFS pipeline run as plain data: what the sequential walk
@@ -177,6 +200,7 @@ pub struct PackageRun {
 /// Runs one package's pipeline over `input` (its own resources followed by
 /// its subpackages' rendered resources), as the DFS walk would at `pkg`.
 /// `local_files` are the package's own input files (see [`PackageRun`]).
+#[allow(clippy::too_many_arguments)]
 pub fn run_package(
     root: &Path,
     pkg: &Path,
@@ -187,6 +211,39 @@ pub fn run_package(
     options: &RenderOptions,
     runtimes: Runtimes<'_>,
 ) -> PackageRun {
+    let context = RunContext {
+        root,
+        save_on_failure,
+        options,
+        runtimes,
+    };
+    run_package_under(&context, pkg, kptfile, input, local_files, pkg)
+}
+
+/// What every pipeline run of one render shares.
+struct RunContext<'a> {
+    root: &'a Path,
+    save_on_failure: bool,
+    options: &'a RenderOptions,
+    runtimes: Runtimes<'a>,
+}
+
+/// [`run_package`], reporting errors under `outer` (BFS reports every
+/// package's failure under the root).
+fn run_package_under(
+    context: &RunContext<'_>,
+    pkg: &Path,
+    kptfile: &Kptfile,
+    input: Vec<Node>,
+    local_files: Vec<String>,
+    outer: &Path,
+) -> PackageRun {
+    let RunContext {
+        root,
+        save_on_failure,
+        options,
+        runtimes,
+    } = *context;
     let mut log = Vec::new();
     let mut hydrator = Hydrator::new(
         root,
@@ -201,7 +258,7 @@ pub fn run_package(
         kptfile: kptfile.clone(),
     };
     let output = hydrator
-        .run_pipeline(&node, input, pkg)
+        .run_pipeline(&node, input, outer)
         .map_err(|(output, error)| (output.filter(|_| save_on_failure), error));
     let Hydrator {
         mutation_steps,
@@ -261,6 +318,28 @@ pub fn hydrate_with(
     log: &mut dyn Write,
     precomputed: BTreeMap<PathBuf, PackageRun>,
 ) -> RenderOutcome {
+    hydrate_with_memo(
+        root,
+        root_kptfile,
+        options,
+        runtimes,
+        log,
+        precomputed,
+        None,
+    )
+}
+
+/// [`hydrate_with`], reusing and updating `bfs_memo`'s pipeline runs when
+/// the root renders breadth-first (see [`BfsMemo`]).
+pub fn hydrate_with_memo(
+    root: &Path,
+    root_kptfile: Kptfile,
+    options: &RenderOptions,
+    runtimes: Runtimes<'_>,
+    log: &mut dyn Write,
+    precomputed: BTreeMap<PathBuf, PackageRun>,
+    mut bfs_memo: Option<&mut BfsMemo>,
+) -> RenderOutcome {
     let _span = tracing::info_span!("walk", adopted = precomputed.len()).entered();
     let save_on_failure =
         root_kptfile.annotation_is_true(kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION);
@@ -272,7 +351,12 @@ pub fn hydrate_with(
         kptfile: root_kptfile,
     };
     let (resources, error) = if bfs {
-        match hydrator.hydrate_bfs(node) {
+        hydrator.bfs_memo = bfs_memo.as_deref_mut().map(std::mem::take);
+        let result = hydrator.hydrate_bfs(node);
+        if let (Some(slot), Some(memo)) = (bfs_memo, hydrator.bfs_memo.take()) {
+            *slot = memo;
+        }
+        match result {
             Ok(resources) => (Some(resources), None),
             Err((resources, error)) => (resources, Some(error)),
         }
@@ -328,6 +412,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             executed: 0,
             n_packages: 0,
             precomputed,
+            bfs_memo: None,
         }
     }
 
@@ -453,7 +538,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                     stack.push(*grandchild);
                 }
             }
-            let (output, failure) = match self.run_pipeline(&nodes[index], input, &root_path) {
+            let (output, failure) = match self.run_bfs_pipeline(&nodes[index], input, &root_path) {
                 Ok(output) => (output, None),
                 Err((output, error)) => match output {
                     Some(output) if self.save_on_failure => (output, Some(error)),
@@ -487,6 +572,64 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             }
         }
         Ok(resources.into_iter().flatten().collect())
+    }
+
+    /// [`Hydrator::run_pipeline`] for a BFS package, through the session's
+    /// memo when there is one. Pipelines with `exec:` or `configPath:` steps
+    /// read outside their input, so they always run.
+    fn run_bfs_pipeline(
+        &mut self,
+        node: &PkgNode,
+        input: Vec<Node>,
+        outer: &Path,
+    ) -> Result<Vec<Node>, Failure> {
+        let Some(mut memo) = self.bfs_memo.take() else {
+            return self.run_pipeline(node, input, outer);
+        };
+        let pipeline = &node.kptfile.pipeline;
+        let impure = pipeline
+            .mutators
+            .iter()
+            .chain(&pipeline.validators)
+            .any(|function| !function.exec.is_empty() || !function.config_path.is_empty());
+        let reused = match memo.runs.get(&node.path) {
+            Some((kptfile, previous, run))
+                if !impure
+                    && kptfile == &node.kptfile
+                    && previous.len() == input.len()
+                    && previous.iter().zip(&input).all(|(a, b)| a.same_content(b)) =>
+            {
+                Some(run.clone())
+            }
+            _ => None,
+        };
+        let run = match reused {
+            Some(run) => run,
+            None => {
+                memo.ran += 1;
+                let context = RunContext {
+                    root: &self.root,
+                    save_on_failure: self.save_on_failure,
+                    options: self.options,
+                    runtimes: self.runtimes,
+                };
+                let run = run_package_under(
+                    &context,
+                    &node.path,
+                    &node.kptfile,
+                    input.clone(),
+                    Vec::new(),
+                    outer,
+                );
+                memo.runs.insert(
+                    node.path.clone(),
+                    (node.kptfile.clone(), input, run.clone()),
+                );
+                run
+            }
+        };
+        self.bfs_memo = Some(memo);
+        self.adopt(run)
     }
 
     /// kpt's `runPipeline` for one package. `outer` is the package the error
