@@ -459,3 +459,82 @@ fn eval_dir_image_wins_over_exec_as_in_kpt() {
         run.read("pkg/dir/svc.yaml")
     );
 }
+
+/// `--save` adds the function to the Kptfile, then updates it in place
+/// (same exec), keeping comments and field order, with the config path
+/// relative to the package: the bytes kpt beta.56 wrote for the same
+/// commands (`fixtures/eval/save/README.md`).
+#[test]
+fn eval_save_writes_the_function_into_the_kptfile_as_kpt_does() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let pkg = temp.path().join("pkg");
+    copy_dir(&fixtures().join("save/pkg"), &pkg);
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+            .args(["fn", "eval", ".", "--exec", "cat", "--allow-exec"])
+            .args(args)
+            .current_dir(&pkg)
+            .env("KRENDER_CACHE_DIR", temp.path().join(".cache"))
+            .output()
+            .expect("run krender");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.code(), stderr)
+    };
+    let steps: [(&[&str], &str); 3] = [
+        (
+            &["--save", "-t", "mutator", "--", "a=b", "y=on"],
+            "Added \"cat\" as mutator in the Kptfile.\n",
+        ),
+        (
+            &[
+                "--save",
+                "-t",
+                "validator",
+                "--fn-config",
+                "sub/fc.yaml",
+                "--match-kind",
+                "ConfigMap",
+            ],
+            "Added \"cat\" as validator in the Kptfile.\n",
+        ),
+        (
+            &["-s", "--type", "mutator", "--exclude-name", "c"],
+            "Updated \"cat\" as mutator in the Kptfile.\n",
+        ),
+    ];
+    for (args, message) in steps {
+        let (code, stderr) = run(args);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stderr.ends_with(message), "{stderr}");
+    }
+    let expected =
+        std::fs::read_to_string(fixtures().join("save/expected-Kptfile")).expect("expected");
+    assert_eq!(
+        std::fs::read_to_string(pkg.join("Kptfile")).expect("Kptfile"),
+        expected
+    );
+
+    // kpt's flag checks come first and change nothing.
+    for (args, message) in [
+        (
+            &["--save"][..],
+            "--type must be specified if saving functions to Kptfile (--save=true)",
+        ),
+        (
+            &["--save", "-t", "generator"][..],
+            "--type must be either `mutator` or `validator`",
+        ),
+        (
+            &["-m"][..],
+            "--include-meta-resources is no longer necessary because meta resources are now included by default",
+        ),
+    ] {
+        let (code, stderr) = run(args);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert_eq!(stderr, format!("Error: {message} \n"));
+    }
+    assert_eq!(
+        std::fs::read_to_string(pkg.join("Kptfile")).expect("Kptfile"),
+        expected
+    );
+}

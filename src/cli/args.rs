@@ -159,10 +159,16 @@ pub struct EvalArgs {
     /// File holding the function's `functionConfig` (instead of `KEY=VALUE`s).
     #[arg(long = "fn-config")]
     pub fn_config: Option<PathBuf>,
-    /// Deprecated in kpt (meta resources such as the Kptfile are always
-    /// read); accepted so kpt command lines keep working.
+    /// Removed in kpt (meta resources such as the Kptfile are always read):
+    /// an error, with kpt's text.
     #[arg(short = 'm', long = "include-meta-resources", hide = true)]
     pub include_meta_resources: bool,
+    /// Save the function and its arguments to the package's Kptfile.
+    #[arg(short = 's', long = "save")]
+    pub save: bool,
+    /// `mutator` or `validator`: where `--save` puts the function.
+    #[arg(short = 't', long = "type")]
+    pub fn_type: Option<String>,
     /// Which resources the function sees (kpt's `--match-*` flags).
     #[command(flatten)]
     pub select: SelectArgs,

@@ -68,6 +68,24 @@ fn selector(
 /// Runs `fn eval` and returns the exit code: on a ResourceList from stdin
 /// (`-`) or on the package tree at DIR, written back in place (or to `-o`).
 pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    // kpt's validateOptionalFlags, first of all.
+    let flag_error = if args.include_meta_resources {
+        Some(
+            "--include-meta-resources is no longer necessary because meta resources are now included by default",
+        )
+    } else if args.save {
+        match args.fn_type.as_deref().unwrap_or_default() {
+            "" => Some("--type must be specified if saving functions to Kptfile (--save=true)"),
+            "mutator" | "validator" => None,
+            _ => Some("--type must be either `mutator` or `validator`"),
+        }
+    } else {
+        None
+    };
+    if let Some(message) = flag_error {
+        print_report(&Report::Error(message.to_owned()), err);
+        return 1;
+    }
     let prefix = args
         .image_prefix
         .clone()
@@ -151,10 +169,89 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         }
     };
     let dir = args.dir.as_deref().unwrap_or(".");
-    if dir == "-" {
-        return run_on_stdin(args, &function, &config, out, err);
+    let code = if dir == "-" {
+        run_on_stdin(args, &function, &config, out, err)
+    } else {
+        run_on_package(args, dir, &function, &config, out, err)
+    };
+    if code == 0 && args.save {
+        // kpt saves into the package read; from stdin that is the current
+        // directory's Kptfile.
+        let pkg = if dir == "-" { "." } else { dir };
+        save_function(args, &function, &absolute(Path::new(pkg)), err);
     }
-    run_on_package(args, dir, &function, &config, out, err)
+    code
+}
+
+/// kpt's `SaveFnToKptfile`: adds (or updates) the function in the Kptfile
+/// of `pkg`, keeping the file's comments and field order, and says so.
+fn save_function(args: &EvalArgs, function: &Function, pkg: &Path, err: &mut dyn Write) {
+    let kind = args.fn_type.as_deref().unwrap_or("mutator");
+    let path = pkg.join(kptfile::KPTFILE_NAME);
+    let parsed = std::fs::read(&path).ok().and_then(|bytes| {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let kptfile = kptfile::Kptfile::parse(&text, pkg).ok()?;
+        Some((text, kptfile))
+    });
+    let Some((text, kptfile)) = parsed else {
+        let _ = err.write_all(b"function not added: Kptfile not exists\n");
+        return;
+    };
+    let mut saved = kptfile::SavedFunction {
+        image: function.image.clone(),
+        exec: function.exec.clone(),
+        selectors: function.selectors.clone(),
+        exclude: function.exclude.clone(),
+        ..kptfile::SavedFunction::default()
+    };
+    match &args.fn_config {
+        // Relative to the package, not to the working directory.
+        Some(config) => saved.config_path = relative_path(pkg, &absolute(config)),
+        // `KEY=VALUE`s; a leading kind (checked before the run) is not saved.
+        None => {
+            for (key, value) in args.config.iter().filter_map(|item| item.split_once('=')) {
+                saved.config_map.insert(key.to_owned(), value.to_owned());
+            }
+        }
+    }
+    let (mut node, replaced) = kptfile.with_saved_function(kind == "validator", &saved);
+    if let Ok(Some(original)) = crate::yaml::parse_document(&text) {
+        let synced = crate::krm::comments::copy_comments(&original, &mut node)
+            .and_then(|()| crate::krm::order::sync_order(&original, &mut node));
+        if let Err(error) = synced {
+            let _ = writeln!(err, "function is not added to Kptfile: {error}");
+            return;
+        }
+    }
+    let mut changes = crate::lifecycle::draft::Changes::default();
+    changes.write(
+        kptfile::KPTFILE_NAME,
+        crate::yaml::to_string(&node, crate::yaml::SeqIndent::Wide),
+    );
+    if let Err(error) = crate::lifecycle::draft::commit(pkg, &changes) {
+        let _ = writeln!(err, "function is not added to Kptfile: {error}");
+        return;
+    }
+    let verb = if replaced { "Updated" } else { "Added" };
+    let _ = writeln!(err, "{verb} {:?} as {kind} in the Kptfile.", function.name);
+}
+
+/// `to` relative to `from` (both absolute), as Go's `filepath.Rel`.
+fn relative_path(from: &Path, to: &Path) -> String {
+    let from: Vec<_> = from.components().collect();
+    let to: Vec<_> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = vec!["..".to_owned(); from.len() - common];
+    parts.extend(
+        to[common..]
+            .iter()
+            .map(|part| part.as_os_str().to_string_lossy().into_owned()),
+    );
+    if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    }
 }
 
 /// kpt's eval functionConfig: the `--fn-config` file, or a ConfigMap named

@@ -618,6 +618,126 @@ impl Kptfile {
     }
 }
 
+/// A function as `fn eval --save` writes it into a Kptfile pipeline.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SavedFunction {
+    /// The (resolved) image, or empty.
+    pub image: String,
+    /// The exec command, or empty.
+    pub exec: String,
+    /// `configPath`, relative to the package, or empty.
+    pub config_path: String,
+    /// `configMap` (omitted when empty).
+    pub config_map: BTreeMap<String, String>,
+    /// `selectors` (omitted when empty).
+    pub selectors: Vec<Selector>,
+    /// `exclude` (omitted when empty).
+    pub exclude: Vec<Selector>,
+}
+
+fn selector_value(selector: &Selector) -> GoValue {
+    let mut value = StructValue::default();
+    for (key, text) in [
+        ("apiVersion", &selector.api_version),
+        ("kind", &selector.kind),
+        ("name", &selector.name),
+        ("namespace", &selector.namespace),
+    ] {
+        if !text.is_empty() {
+            value.set(&SELECTOR, key, GoValue::Str(text.clone()));
+        }
+    }
+    for (key, map) in [
+        ("labels", &selector.labels),
+        ("annotations", &selector.annotations),
+    ] {
+        if !map.is_empty() {
+            value.set(&SELECTOR, key, GoValue::Map(Some(map.clone())));
+        }
+    }
+    GoValue::Struct(Some(value))
+}
+
+impl SavedFunction {
+    fn value(&self) -> GoValue {
+        let mut value = StructValue::default();
+        if !self.image.is_empty() {
+            value.set(&FUNCTION, "image", GoValue::Str(self.image.clone()));
+        } else {
+            value.set(&FUNCTION, "exec", GoValue::Str(self.exec.clone()));
+        }
+        if !self.config_path.is_empty() {
+            value.set(
+                &FUNCTION,
+                "configPath",
+                GoValue::Str(self.config_path.clone()),
+            );
+        }
+        if !self.config_map.is_empty() {
+            value.set(
+                &FUNCTION,
+                "configMap",
+                GoValue::Map(Some(self.config_map.clone())),
+            );
+        }
+        for (key, selectors) in [("selectors", &self.selectors), ("exclude", &self.exclude)] {
+            if !selectors.is_empty() {
+                let list = selectors.iter().map(selector_value).collect();
+                value.set(&FUNCTION, key, GoValue::List(Some(list)));
+            }
+        }
+        GoValue::Struct(Some(value))
+    }
+}
+
+impl Kptfile {
+    /// kpt's `fn eval --save` edit (`updateFnList`): in `pipeline.mutators`
+    /// (`validators` when `validator`), every function with the same image
+    /// or exec is replaced by `function`; without one it is appended. Returns
+    /// the Kptfile marshalled as Go would (struct order, before kpt syncs
+    /// comments and field order from the file) and whether a function was
+    /// replaced ("Updated") rather than added.
+    pub fn with_saved_function(&self, validator: bool, function: &SavedFunction) -> (Node, bool) {
+        let list = if validator { "validators" } else { "mutators" };
+        let mut value = self.value.clone();
+        let mut pipeline = match value.get(&KPTFILE, "pipeline") {
+            Some(GoValue::Struct(Some(pipeline))) => pipeline.clone(),
+            _ => StructValue::default(),
+        };
+        let old = match pipeline.get(&PIPELINE, list) {
+            Some(GoValue::List(Some(items))) => items.clone(),
+            _ => Vec::new(),
+        };
+        let mut replaced = false;
+        let mut functions: Vec<GoValue> = old
+            .into_iter()
+            .map(|item| {
+                let same = match &item {
+                    GoValue::Struct(Some(old)) => {
+                        let image = old.str(&FUNCTION, "image");
+                        let exec = old.str(&FUNCTION, "exec");
+                        (!image.is_empty() && image == function.image)
+                            || (!exec.is_empty() && exec == function.exec)
+                    }
+                    _ => false,
+                };
+                if same {
+                    replaced = true;
+                    function.value()
+                } else {
+                    item
+                }
+            })
+            .collect();
+        if !replaced {
+            functions.push(function.value());
+        }
+        pipeline.set(&PIPELINE, list, GoValue::List(Some(functions)));
+        value.set(&KPTFILE, "pipeline", GoValue::Struct(Some(pipeline)));
+        (gostruct::marshal(&value, &KPTFILE), replaced)
+    }
+}
+
 /// The `Rendered` condition kpt writes into the root Kptfile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Condition {
