@@ -135,6 +135,8 @@ fn time_render(command: Command) -> (Duration, String) {
 
 /// [`time_render`], plus the child's peak resident set size in MB (from
 /// `wait4`'s rusage, so it is this child's alone).
+// The child is reaped by `wait4`, which clippy does not see.
+#[allow(clippy::zombie_processes)]
 fn time_render_rss(mut command: Command) -> (Duration, String, f64) {
     use std::io::Read;
     let started = Instant::now();

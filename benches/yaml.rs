@@ -9,6 +9,8 @@
 //!
 //! Run: `cargo bench --bench yaml` (set `KRENDER_BENCH_DOCS` to resize).
 
+#![allow(clippy::print_stdout)]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

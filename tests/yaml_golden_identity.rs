@@ -103,10 +103,10 @@ fn check(case: &Case) -> Option<String> {
     let run = run_identity(case);
     let mut problems = Vec::new();
     let wire = fixture(&format!("fixtures/wire/stdin/{}.wire", case.name));
-    if let (Some(stdin), false) = (&run.stdin, wire.is_empty()) {
-        if *stdin != wire {
-            problems.push(format!("wire differs:\n{}", diff(&wire, stdin)));
-        }
+    if let (Some(stdin), false) = (&run.stdin, wire.is_empty())
+        && *stdin != wire
+    {
+        problems.push(format!("wire differs:\n{}", diff(&wire, stdin)));
     }
     match (&run.output, &case.identity_function) {
         (
