@@ -174,11 +174,10 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     } else {
         run_on_package(args, dir, &function, &config, out, err)
     };
-    if code == 0 && args.save {
-        // kpt saves into the package read; from stdin that is the current
-        // directory's Kptfile.
-        let pkg = if dir == "-" { "." } else { dir };
-        save_function(args, &function, &absolute(Path::new(pkg)), err);
+    // A package saves under its lock (in `run_on_package`); from stdin kpt
+    // saves into the current directory's Kptfile.
+    if code == 0 && args.save && dir == "-" {
+        save_function(args, &function, &absolute(Path::new(".")), err);
     }
     code
 }
@@ -596,9 +595,10 @@ fn run_on_package(
     };
     let output = output_mode(args.output.as_deref());
     // Lifecycle (issue 8): lock the package (exclusively when writing it
-    // back) and recover interrupted commits before reading it; the lock is
-    // released when `_session` drops.
-    let _session = match super::rpkg::open_for_render(&root, output == Output::InPlace, err) {
+    // back or saving the function into its Kptfile) and recover interrupted
+    // commits before reading it; the lock is released when `_session` drops.
+    let exclusive = output == Output::InPlace || args.save;
+    let _session = match super::rpkg::open_for_render(&root, exclusive, err) {
         Ok(session) => session,
         Err(report) => {
             print_report(&report, err);
@@ -655,7 +655,12 @@ fn run_on_package(
         }
     };
     match written {
-        Ok(()) => 0,
+        Ok(()) => {
+            if args.save {
+                save_function(args, function, &given, err);
+            }
+            0
+        }
         Err(message) => {
             print_report(&Report::Error(message), err);
             1
