@@ -547,3 +547,50 @@ fn debug_logging_from_parallel_pipelines_does_not_hang() {
     assert!(log.contains("pipeline{package="), "{log}");
     assert!(!plain_log.contains("pipeline{package="), "{plain_log}");
 }
+
+/// BFS with three sibling subpackages (the wrong child index used to point
+/// past the package list here: a panic, not an error).
+#[test]
+fn bfs_with_three_siblings_renders_every_package_once() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let root = temp.path().join("root");
+    let kptfile = |name: &str, pipeline: &str| {
+        format!("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: {name}\n{pipeline}")
+    };
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(
+        root.join("Kptfile"),
+        kptfile(
+            "root",
+            "  annotations:\n    kpt.dev/bfs-rendering: \"true\"\npipeline:\n  mutators:\n    - image: ghcr.io/kptdev/krm-functions-catalog/set-labels:latest\n      configMap:\n        tier: root\n",
+        ),
+    )
+    .expect("write");
+    for sub in ["s1", "s2", "s3"] {
+        let dir = root.join(sub);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("Kptfile"), kptfile(sub, "")).expect("write");
+        std::fs::write(
+            dir.join("cm.yaml"),
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {sub}\n"),
+        )
+        .expect("write");
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "render"])
+        .arg(&root)
+        .output()
+        .expect("run krender");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // The root sees all seven resources: four Kptfiles and three ConfigMaps.
+    assert!(stderr.contains("set 7 labels in total"), "{stderr}");
+    for sub in ["s1", "s2", "s3"] {
+        assert_eq!(
+            std::fs::read_to_string(root.join(sub).join("cm.yaml")).expect("read"),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {sub}\n  labels:\n    tier: root\n"
+            )
+        );
+    }
+}
