@@ -125,15 +125,8 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<PackageRun> {
         }
     }
     let kptfile = pkg.kptfile(db);
-    let pipeline = &kptfile.pipeline;
-    let impure = pipeline
-        .mutators
-        .iter()
-        .chain(&pipeline.validators)
-        .any(|function| !function.exec.is_empty() || !function.config_path.is_empty());
-    if impure {
-        // Exec functions may read anything, and a configPath is re-read
-        // from disk by the step: run again in every revision.
+    if kptfile.pipeline.reads_outside_input() {
+        // Run again in every revision.
         db.report_untracked_read();
     }
     let runtimes = Runtimes {

@@ -586,12 +586,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         let Some(mut memo) = self.bfs_memo.take() else {
             return self.run_pipeline(node, input, outer);
         };
-        let pipeline = &node.kptfile.pipeline;
-        let impure = pipeline
-            .mutators
-            .iter()
-            .chain(&pipeline.validators)
-            .any(|function| !function.exec.is_empty() || !function.config_path.is_empty());
+        let impure = node.kptfile.pipeline.reads_outside_input();
         let reused = match memo.runs.get(&node.path) {
             Some((kptfile, previous, run))
                 if !impure

@@ -383,6 +383,16 @@ impl Pipeline {
     pub fn is_empty(&self) -> bool {
         self.mutators.is_empty() && self.validators.is_empty()
     }
+
+    /// True when a run may depend on more than its input resources: `exec`
+    /// functions may read anything, and a `configPath` is re-read from disk
+    /// by the step. Memoized runs of such pipelines are never reused.
+    pub fn reads_outside_input(&self) -> bool {
+        self.mutators
+            .iter()
+            .chain(&self.validators)
+            .any(|function| !function.exec.is_empty() || !function.config_path.is_empty())
+    }
 }
 
 /// A decoded Kptfile.
