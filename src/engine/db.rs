@@ -10,6 +10,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use crate::hydrate::{self, PackageRun, RenderOptions, Runtimes};
 use crate::pkg::kptfile::Kptfile;
 use crate::pkg::reader::{PackageFile, ReadOptions, parse_package_files};
@@ -120,7 +122,10 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<PackageRun> {
         match rendered_package(db, *child) {
             Some(PackageRun {
                 output: Ok(output), ..
-            }) => input.extend(output.iter().cloned()),
+            }) => {
+                // A DFS root copies the whole tree here: in parallel.
+                input.par_extend(output.par_iter().cloned());
+            }
             _ => return None,
         }
     }

@@ -296,7 +296,19 @@ impl RenderSession {
                     executed: run.executed,
                     input_files: run.input_files.clone(),
                 },
-                _ => run.clone(),
+                // The root's output is the whole tree: copied in parallel.
+                _ => PackageRun {
+                    output: match &run.output {
+                        Ok(output) => Ok(output.par_iter().cloned().collect()),
+                        Err(failure) => Err(failure.clone()),
+                    },
+                    log: run.log.clone(),
+                    mutation_steps: run.mutation_steps.clone(),
+                    validation_steps: run.validation_steps.clone(),
+                    fn_results: run.fn_results.clone(),
+                    executed: run.executed,
+                    input_files: run.input_files.clone(),
+                },
             };
             runs.insert(pkg.clone(), run);
         }

@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use super::results::{StepRecord, result_list_node};
 use super::{HydrateError, RenderOutcome, Report, bridge};
 use crate::krm::resource;
@@ -169,34 +171,47 @@ fn commit_status_only(root: &Path, outcome: &RenderOutcome, error: Option<&Hydra
 
 /// kpt's `adjustRelPath`: paths relative to the root, package-path removed.
 fn adjust_paths(root: &Path, resources: &mut [crate::yaml::Node]) -> Result<(), String> {
-    for node in resources.iter_mut() {
-        let pkg_path = resource::annotation(node, resource::PACKAGE_PATH)
-            .unwrap_or("")
-            .to_owned();
-        let path = resource::annotation(node, resource::PATH)
-            .unwrap_or("")
-            .to_owned();
-        let new_path = if pkg_path.is_empty() {
-            path.clone()
-        } else {
-            let pkg = Path::new(&pkg_path);
-            let rel = pkg.strip_prefix(root).map_err(|_| {
-                format!(
-                    "subpackage {:?} is not a descendant of {:?}",
-                    pkg_path,
-                    root.display().to_string()
-                )
-            })?;
-            // Go's filepath.Join(rel, Clean(path)) with rel "." for the root:
-            // an absolute resource path ends up inside the package.
-            let rel = rel.to_string_lossy();
-            let rel = if rel.is_empty() { ".".into() } else { rel };
-            clean_path(&format!("{rel}/{}", clean_path(&path)))
-        };
-        resource::set_annotation(node, resource::PATH, &new_path, Style::SINGLE_QUOTED);
-        resource::set_annotation(node, resource::LEGACY_PATH, &new_path, Style::SINGLE_QUOTED);
-        resource::remove_annotation(node, resource::PACKAGE_PATH);
+    // A DFS root's output is the whole tree: long lists on rayon.
+    if resources.len() >= 256 {
+        let results: Vec<Result<(), String>> = resources
+            .par_iter_mut()
+            .map(|node| adjust_path(root, node))
+            .collect();
+        return results.into_iter().collect();
     }
+    resources
+        .iter_mut()
+        .try_for_each(|node| adjust_path(root, node))
+}
+
+/// [`adjust_paths`] for one resource.
+fn adjust_path(root: &Path, node: &mut crate::yaml::Node) -> Result<(), String> {
+    let pkg_path = resource::annotation(node, resource::PACKAGE_PATH)
+        .unwrap_or("")
+        .to_owned();
+    let path = resource::annotation(node, resource::PATH)
+        .unwrap_or("")
+        .to_owned();
+    let new_path = if pkg_path.is_empty() {
+        path.clone()
+    } else {
+        let pkg = Path::new(&pkg_path);
+        let rel = pkg.strip_prefix(root).map_err(|_| {
+            format!(
+                "subpackage {:?} is not a descendant of {:?}",
+                pkg_path,
+                root.display().to_string()
+            )
+        })?;
+        // Go's filepath.Join(rel, Clean(path)) with rel "." for the root:
+        // an absolute resource path ends up inside the package.
+        let rel = rel.to_string_lossy();
+        let rel = if rel.is_empty() { ".".into() } else { rel };
+        clean_path(&format!("{rel}/{}", clean_path(&path)))
+    };
+    resource::set_annotation(node, resource::PATH, &new_path, Style::SINGLE_QUOTED);
+    resource::set_annotation(node, resource::LEGACY_PATH, &new_path, Style::SINGLE_QUOTED);
+    resource::remove_annotation(node, resource::PACKAGE_PATH);
     Ok(())
 }
 

@@ -15,7 +15,9 @@ pub mod printer;
 pub mod results;
 pub mod select;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use rayon::prelude::*;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -957,10 +959,15 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             Err(_) => Vec::new(),
         };
         let pkg_text = pkg.display().to_string();
-        for node in &mut output {
+        let claim = |node: &mut Node| {
             if resource::annotation(node, resource::PACKAGE_PATH).is_none_or(str::is_empty) {
                 resource::set_annotation(node, resource::PACKAGE_PATH, &pkg_text, Style::PLAIN);
             }
+        };
+        if output.len() >= PARALLEL_FROM {
+            output.par_iter_mut().for_each(claim);
+        } else {
+            output.iter_mut().for_each(claim);
         }
         enforce_path_invariants(&output).map_err(CallError::NotRecorded)?;
         if let Err(message) = check_all_krm(&output) {
@@ -1069,17 +1076,26 @@ pub(crate) fn trim_container_stderr(stderr: &str) -> String {
 
 /// kpt's `AreKRM`: the first resource that is not KRM, with its path.
 fn check_all_krm(resources: &[Node]) -> Result<(), String> {
-    for node in resources {
-        if is_kustomization(node) {
-            continue;
-        }
-        if let Err(reason) = kptfile::check_krm(node) {
+    let fails = |node: &Node| !is_kustomization(node) && kptfile::check_krm(node).is_err();
+    // A DFS root checks the whole tree before and after every step.
+    let first = if resources.len() >= PARALLEL_FROM {
+        resources.par_iter().position_first(fails)
+    } else {
+        resources.iter().position(fails)
+    };
+    match first.and_then(|i| resources.get(i)) {
+        Some(node) => {
+            let reason = kptfile::check_krm(node).err().unwrap_or_default();
             let path = resource::annotation(node, resource::PATH).unwrap_or("");
-            return Err(format!("{path}: {reason}"));
+            Err(format!("{path}: {reason}"))
         }
+        None => Ok(()),
     }
-    Ok(())
 }
+
+/// Resource lists at least this long are checked on rayon (a DFS root's
+/// steps see the whole tree, and its level has no other package to run).
+const PARALLEL_FROM: usize = 64;
 
 fn is_kustomization(node: &Node) -> bool {
     let path = resource::annotation(node, resource::PATH).unwrap_or("");
@@ -1133,22 +1149,33 @@ fn validate_pipeline(
 /// kpt's `enforcePathInvariants`: no path outside the package, no two
 /// resources at the same path and index.
 fn enforce_path_invariants(resources: &[Node]) -> Result<(), String> {
-    let mut seen: BTreeSet<(String, String, String)> = BTreeSet::new();
-    for node in resources {
-        let pkg = resource::annotation(node, resource::PACKAGE_PATH)
-            .unwrap_or("")
-            .to_owned();
-        let path = resource::annotation(node, resource::PATH).unwrap_or("");
-        let index = resource::annotation(node, resource::INDEX)
-            .unwrap_or("")
-            .to_owned();
-        let cleaned = clean_path(path);
+    // (package, clean path, index, path as written) of each resource, read
+    // in parallel for long lists; a hash set of borrowed keys then finds a
+    // repeat (an ordered set of owned strings spent most of its time
+    // comparing the long shared package prefixes).
+    fn key(node: &Node) -> (&str, String, &str, &str) {
+        let annotations = resource::annotations(node);
+        let path = resource::annotation_in(annotations, resource::PATH);
+        (
+            resource::annotation_in(annotations, resource::PACKAGE_PATH),
+            clean_path(path),
+            resource::annotation_in(annotations, resource::INDEX),
+            path,
+        )
+    }
+    let keys: Vec<(&str, String, &str, &str)> = if resources.len() >= PARALLEL_FROM {
+        resources.par_iter().map(key).collect()
+    } else {
+        resources.iter().map(key).collect()
+    };
+    let mut seen: HashSet<(&str, &str, &str)> = HashSet::with_capacity(keys.len());
+    for (pkg, cleaned, index, path) in &keys {
         if cleaned.starts_with("../") || cleaned == ".." {
             return Err(format!(
                 "function must not modify resources outside of package: resource has path {path}"
             ));
         }
-        if !seen.insert((pkg, cleaned.clone(), index.clone())) {
+        if !seen.insert((pkg, cleaned.as_str(), index)) {
             return Err(format!(
                 "resource at path {cleaned:?} and index {index:?} already exists"
             ));

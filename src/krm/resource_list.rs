@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
+use rayon::prelude::*;
 use regex::Regex;
 
 use super::resource::{self, set_annotation};
@@ -129,9 +130,7 @@ pub fn encode_output_list_owned(items: Vec<Node>) -> String {
 }
 
 fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str]) -> String {
-    let mut sequence = Node::new_sequence();
-    sequence.tag = Cow::Borrowed("");
-    for item in items {
+    let prepare = |item: Node| {
         // Node::root, by value.
         let mut root = match item.kind {
             NodeKind::Document if !item.content.is_empty() => item
@@ -145,8 +144,32 @@ fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str])
             resource::remove_annotation(&mut root, key);
         }
         clear_empty_annotations_only(&mut root);
-        sequence.content.push(root);
+        root
+    };
+    if items.len() < PARALLEL_ENCODE_FROM {
+        let roots = items.into_iter().map(prepare).collect();
+        return encode_wrapped(roots, function_config);
     }
+    let roots: Vec<Node> = items.into_par_iter().map(prepare).collect();
+    let chunk_len = chunk_len(roots.len());
+    encode_chunked(roots, function_config, chunk_len)
+}
+
+/// Lists at least this long are encoded in chunks on rayon (a DFS root's
+/// output or input: the whole tree).
+const PARALLEL_ENCODE_FROM: usize = 256;
+
+/// Items per chunk: a few chunks per thread, so uneven items even out.
+fn chunk_len(items: usize) -> usize {
+    const MIN_CHUNK: usize = 64;
+    MIN_CHUNK.max(items / (4 * rayon::current_num_threads()).max(1))
+}
+
+/// The wrapping ResourceList document of `roots`, encoded.
+fn encode_wrapped(roots: Vec<Node>, function_config: Option<&Node>) -> String {
+    let mut sequence = Node::new_sequence();
+    sequence.tag = Cow::Borrowed("");
+    sequence.content = roots;
     let mut list = Node::new_mapping();
     list.tag = Cow::Borrowed("");
     let entries = [
@@ -167,6 +190,66 @@ fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str])
         list.content.push(config.root().clone());
     }
     crate::yaml::to_string(&Node::new_document(list), SeqIndent::Compact)
+}
+
+/// What every encoded ResourceList with items starts with.
+const LIST_HEADER: &str = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n";
+
+/// [`encode_wrapped`] with the items encoded in chunks, in parallel: each
+/// chunk is a whole list of its own, and the lists are joined by dropping
+/// every header but the first. The emitter writes an item the same way
+/// whatever item comes next, except for comments it holds back past the
+/// item's end (a foot comment, and the blank line go-yaml puts after one)
+/// or writes before the "- " (a head comment on the item): chunks are cut
+/// only between items without either. The function config goes with the
+/// last chunk.
+fn encode_chunked(roots: Vec<Node>, function_config: Option<&Node>, chunk_len: usize) -> String {
+    let cut_after: Vec<bool> = roots
+        .par_iter()
+        .map(|root| !has_foot_comment(root))
+        .collect();
+    let cut_before: Vec<bool> = roots
+        .par_iter()
+        .map(|root| root.head_comment.is_empty())
+        .collect();
+    let mut chunks: Vec<Vec<Node>> = Vec::new();
+    let mut current = Vec::with_capacity(chunk_len);
+    let count = roots.len();
+    for (i, root) in roots.into_iter().enumerate() {
+        current.push(root);
+        let can_cut = i + 1 < count
+            && cut_after.get(i).copied().unwrap_or(false)
+            && cut_before.get(i + 1).copied().unwrap_or(false);
+        if current.len() >= chunk_len && can_cut {
+            chunks.push(std::mem::replace(
+                &mut current,
+                Vec::with_capacity(chunk_len),
+            ));
+        }
+    }
+    chunks.push(current);
+    let last = chunks.len() - 1;
+    let texts: Vec<String> = chunks
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, chunk)| encode_wrapped(chunk, function_config.filter(|_| i == last)))
+        .collect();
+    let mut joined = String::with_capacity(texts.iter().map(String::len).sum());
+    for (i, text) in texts.iter().enumerate() {
+        // Every chunk has items, so every text starts with the header.
+        debug_assert!(text.starts_with(LIST_HEADER));
+        let body = match text.strip_prefix(LIST_HEADER) {
+            Some(body) if i > 0 => body,
+            _ => text,
+        };
+        joined.push_str(body);
+    }
+    joined
+}
+
+/// Whether any node of `node`'s tree has a foot comment.
+fn has_foot_comment(node: &Node) -> bool {
+    !node.foot_comment.is_empty() || node.content.iter().any(has_foot_comment)
 }
 
 /// The node kyaml writes for `item` in a function input's `items` (see
@@ -370,8 +453,65 @@ pub(crate) fn is_null(node: &Node) -> bool {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{WireError, config_map_function_config, split_documents};
-    use crate::yaml::node::{NodeKind, Style, tag};
+    use super::{
+        WireError, config_map_function_config, encode_chunked, encode_wrapped, split_documents,
+    };
+    use crate::yaml::node::{Node, NodeKind, Style, tag};
+
+    /// The root of every mapping document in the YAML files below `dir`.
+    fn fixture_roots(dir: &std::path::Path, roots: &mut Vec<Node>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut paths: Vec<_> = entries.flatten().map(|entry| entry.path()).collect();
+        paths.sort();
+        for path in paths {
+            if path.is_dir() {
+                fixture_roots(&path, roots);
+            } else if path
+                .extension()
+                .is_some_and(|ext| ext == "yaml" || ext == "yml")
+            {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                if let Ok(documents) = crate::yaml::parse_documents(&text) {
+                    roots.extend(
+                        documents
+                            .iter()
+                            .map(Node::root)
+                            .filter(|root| root.is_mapping())
+                            .cloned(),
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lists_encoded_in_chunks_join_to_the_whole_list() {
+        // Comments at item edges (kept whole), block scalars with kept
+        // trailing lines, flow collections and anchors, then every
+        // document of the fixtures.
+        let edges = "# head of a\na: 1 # line\nb:\n  c: 2\n  # foot of c\n---\n# head of b\nk: |+\n  text\n\n---\nflow: {x: 1, y: [1, 2]}\nz: &anchor v\nw: *anchor\n---\nlast: x\n# foot of last\n---\nafter: foot\n";
+        let mut roots: Vec<Node> = crate::yaml::parse_documents(edges)
+            .unwrap()
+            .iter()
+            .map(|document| document.root().clone())
+            .collect();
+        fixture_roots(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
+            &mut roots,
+        );
+        assert!(roots.len() > 300, "only {} documents", roots.len());
+        let config =
+            config_map_function_config(&BTreeMap::from([("k".to_owned(), "v".to_owned())]));
+        for function_config in [None, Some(&config)] {
+            let whole = encode_wrapped(roots.clone(), function_config);
+            for chunk_len in [1, 2, 7, 64] {
+                let chunked = encode_chunked(roots.clone(), function_config, chunk_len);
+                assert_eq!(chunked, whole, "chunks of {chunk_len}");
+            }
+        }
+    }
 
     #[test]
     fn config_map_is_sorted_flow_with_string_values() {
