@@ -248,3 +248,69 @@ fn bfs_edit_reruns_only_packages_whose_input_changed() {
     assert_eq!(warm.pipelines_run(), 4 + 3 + 2);
     assert!(renamed.contains("in-b-renamed"), "{renamed}");
 }
+
+/// [`render`] after a watcher's report of `changed` (relative paths).
+fn render_changed(session: &mut RenderSession, root: &Path, changed: &[&str]) -> (String, String) {
+    let kptfile = hydrate::load_root(root).unwrap();
+    let changed = changed.iter().map(|path| root.join(path)).collect();
+    session.refresh_changed(&kptfile, &changed);
+    let mut log = Vec::new();
+    let outcome = session.render(kptfile, &mut log);
+    finish(outcome, log)
+}
+
+#[test]
+fn watch_refresh_reads_only_the_packages_owning_the_changed_paths() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("root");
+    write_tree(&root);
+    let events: Events = Arc::default();
+    let mut warm = session(&root, Some(events.clone()));
+    render(&mut warm, &root);
+    take(&events);
+
+    // a1 and b both edited, only a1 reported: only a1's path re-runs, and
+    // b's edit is not seen (the report is what says where to look).
+    std::fs::write(root.join("a/a1/cm.yaml"), config_map("cm-a1", "two")).unwrap();
+    std::fs::write(root.join("b/cm.yaml"), config_map("cm-b", "two")).unwrap();
+    let (edited, _) = render_changed(&mut warm, &root, &["a/a1/cm.yaml"]);
+    assert_eq!(take(&events), ids(&warm, &root, &["", "a", "a/a1"]));
+    assert!(
+        edited.contains("name: cm-a1 # keep this comment\n"),
+        "{edited}"
+    );
+    assert_eq!(edited.matches("value: two").count(), 1, "{edited}");
+
+    // No paths (a watcher that lost events): the whole tree is read.
+    let (whole, whole_log) = render_changed(&mut warm, &root, &[]);
+    assert_eq!(take(&events), ids(&warm, &root, &["", "b"]));
+    assert_eq!(whole.matches("value: two").count(), 2, "{whole}");
+    assert_eq!((whole, whole_log), render_once(&root));
+
+    // A new file, then the same file removed: its package is listed again.
+    std::fs::write(root.join("b/extra.yaml"), config_map("cm-extra", "x")).unwrap();
+    let (added, _) = render_changed(&mut warm, &root, &["b/extra.yaml"]);
+    assert!(added.contains("name: cm-extra"), "{added}");
+    assert_eq!(take(&events), ids(&warm, &root, &["", "b"]));
+    std::fs::remove_file(root.join("b/extra.yaml")).unwrap();
+    let (removed, removed_log) = render_changed(&mut warm, &root, &["b/extra.yaml"]);
+    assert!(!removed.contains("cm-extra"), "{removed}");
+    assert_eq!((removed, removed_log), render_once(&root));
+
+    // A Kptfile may change the tree's shape: the whole refresh runs, and
+    // also finds the unreported edit beside it.
+    std::fs::write(root.join("a/Kptfile"), kptfile("a", "relabelled")).unwrap();
+    std::fs::write(root.join("b/cm.yaml"), config_map("cm-b", "three")).unwrap();
+    let (relabelled, relabelled_log) = render_changed(&mut warm, &root, &["a/Kptfile"]);
+    assert!(relabelled.contains("relabelled: \"true\""), "{relabelled}");
+    assert!(relabelled.contains("value: three"), "{relabelled}");
+    assert_eq!((relabelled, relabelled_log), render_once(&root));
+    // So does a new subpackage directory.
+    let added = root.join("b/b1");
+    std::fs::create_dir_all(&added).unwrap();
+    std::fs::write(added.join("Kptfile"), kptfile("b1", "in-b1")).unwrap();
+    std::fs::write(added.join("cm.yaml"), config_map("cm-b1", "one")).unwrap();
+    let (grown, grown_log) = render_changed(&mut warm, &root, &["b/b1"]);
+    assert!(grown.contains("name: cm-b1"), "{grown}");
+    assert_eq!((grown, grown_log), render_once(&root));
+}

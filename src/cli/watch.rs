@@ -6,9 +6,11 @@
 //! rendered documents are printed to stdout after each rebuild. One line
 //! per rebuild on stderr: what re-ran, cache hits, time.
 //!
-//! Events are debounced; what changed is decided by content (the session's
-//! refresh compares bytes), not by the events, so our own writes come back
-//! as at most one more rebuild that finds the tree at its fixed point.
+//! Events are debounced. They say where to look (only the packages owning
+//! the changed files are read again, unless the change may alter the tree's
+//! shape); what changed is decided by content (the session compares bytes),
+//! so our own writes come back as at most one more rebuild that finds the
+//! tree at its fixed point.
 //! Ctrl-C is handled between rebuilds: the render in flight finishes (and
 //! writes whole or not at all), then the loop exits 0.
 
@@ -78,9 +80,11 @@ pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) ->
             return 1;
         }
     };
-    rebuild.run(true, out, err);
+    rebuild.run(None, out, err);
     let debounce = Duration::from_millis(args.debounce_ms);
-    watch.run(debounce, err, |_changed, err| rebuild.run(false, out, err));
+    watch.run(debounce, err, |changed, err| {
+        rebuild.run(Some(&changed), out, err)
+    });
     0
 }
 
@@ -222,9 +226,17 @@ struct Rebuild<'a> {
 }
 
 impl Rebuild<'_> {
-    /// Refreshes the session and, when something changed (or on the first
-    /// run), renders and applies, then prints the summary line.
-    fn run(&mut self, first: bool, out: &mut dyn Write, err: &mut dyn Write) {
+    /// Refreshes the session (after the first run, only the packages owning
+    /// the `changed` paths, when that is safe) and, when something changed
+    /// (or on the first run), renders and applies, then prints the summary
+    /// line.
+    fn run(
+        &mut self,
+        changed: Option<&BTreeSet<PathBuf>>,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) {
+        let first = changed.is_none();
         let started = Instant::now();
         // Each rebuild holds the package lock (issue 8); while another
         // command holds it, this rebuild is skipped.
@@ -245,7 +257,10 @@ impl Rebuild<'_> {
                 return;
             }
         };
-        let stats = self.session.refresh(&kptfile);
+        let stats = match changed {
+            Some(changed) => self.session.refresh_changed(&kptfile, changed),
+            None => self.session.refresh(&kptfile),
+        };
         if !first && stats.changed == 0 && stats.packages > 0 {
             return;
         }

@@ -6,3 +6,4 @@ pub mod levels;
 pub mod manifest;
 pub mod oneshot;
 pub mod session;
+pub mod stamps;

@@ -10,7 +10,7 @@
 //! Anything unusual (a Kptfile that does not decode, an unreadable file, a
 //! BFS root) is left to the walk, which reports it exactly as kpt does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,7 +21,8 @@ use salsa::Setter;
 
 use super::db::{Db, PackageSource, RenderContext, RenderDb, rendered_package};
 use super::levels::levels;
-use crate::hydrate::{self, BfsMemo, PackageRun, RenderOutcome, Runtimes};
+use super::stamps::{FileStamps, StampedReader};
+use crate::hydrate::{self, BfsMemo, PackageRun, Precomputed, RenderOutcome, Runtimes};
 use crate::pkg::kptfile::{self, KPTFILE_NAME, Kptfile};
 use crate::pkg::reader::{PackageFile, list_package_files};
 use crate::pkg::tree;
@@ -61,6 +62,8 @@ pub struct RenderSession {
     /// The last BFS render's pipeline runs (BFS trees render in the walk,
     /// which reuses the runs whose inputs did not change).
     bfs_memo: std::sync::Mutex<BfsMemo>,
+    /// The last refresh's file stamps: unchanged files are not read again.
+    stamps: FileStamps,
 }
 
 /// A progress callback: (packages done, packages in the tree).
@@ -105,6 +108,7 @@ impl RenderSession {
             runs: Arc::default(),
             progress: None,
             bfs_memo: std::sync::Mutex::default(),
+            stamps: FileStamps::default(),
         }
     }
 
@@ -130,10 +134,14 @@ impl RenderSession {
     /// render then runs everything in the walk, which reports the problem.
     pub fn refresh(&mut self, root_kptfile: &Kptfile) -> RefreshStats {
         let _span = tracing::info_span!("refresh").entered();
-        let Some(scanned) = scan_tree(&self.root, root_kptfile) else {
+        let reader = self.stamps.reader();
+        let scanned = scan_tree(&self.root, root_kptfile, Some(&reader));
+        let seen = reader.into_seen();
+        let Some(scanned) = scanned else {
             self.complete = false;
             return RefreshStats::default();
         };
+        self.stamps.replace(seen);
         let mut stats = RefreshStats {
             packages: scanned.len(),
             changed: 0,
@@ -186,6 +194,92 @@ impl RenderSession {
         stats
     }
 
+    /// [`RenderSession::refresh`] after a watcher reported `changed`: only
+    /// the packages that own a changed file are listed and read again. Any
+    /// change that may alter the tree's shape takes the whole refresh: a
+    /// Kptfile or `.krmignore`, a directory or link, a path gone that was
+    /// not one of a package's files, a path outside every known package, or
+    /// no path at all (a watcher that lost events says nothing precise).
+    pub fn refresh_changed(
+        &mut self,
+        root_kptfile: &Kptfile,
+        changed: &BTreeSet<PathBuf>,
+    ) -> RefreshStats {
+        let Some(owners) = self.owners_of(changed) else {
+            return self.refresh(root_kptfile);
+        };
+        let _span = tracing::info_span!("refresh", packages = owners.len()).entered();
+        let mut stats = RefreshStats {
+            packages: self.packages.len(),
+            changed: 0,
+        };
+        let reader = self.stamps.reader();
+        let mut updates = Vec::new();
+        for (pkg, source) in owners {
+            let listed = list_package_files(&pkg).ok();
+            let files: Option<Vec<PackageFile>> = listed.and_then(|listed| {
+                listed
+                    .into_iter()
+                    .map(|(relative, absolute)| {
+                        let bytes = reader.read(&absolute).ok()?;
+                        Some(PackageFile {
+                            relative,
+                            absolute,
+                            bytes,
+                        })
+                    })
+                    .collect()
+            });
+            match files {
+                Some(files) => updates.push((source, files)),
+                // Unreadable now: the whole refresh finds out what is wrong.
+                None => return self.refresh(root_kptfile),
+            }
+        }
+        self.stamps.merge(reader.into_seen());
+        for (source, files) in updates {
+            if source.files(&self.db) != &files {
+                source.set_files(&mut self.db).to(files);
+                stats.changed += 1;
+            }
+        }
+        stats
+    }
+
+    /// The packages owning `changed`, or `None` when a change needs the
+    /// whole refresh (see [`RenderSession::refresh_changed`]).
+    fn owners_of(&self, changed: &BTreeSet<PathBuf>) -> Option<BTreeMap<PathBuf, PackageSource>> {
+        if !self.complete || changed.is_empty() {
+            return None;
+        }
+        let mut owners = BTreeMap::new();
+        for path in changed {
+            let name = path.file_name()?.to_str()?;
+            if name == KPTFILE_NAME || name == ".krmignore" {
+                return None;
+            }
+            let (pkg, source) = path
+                .ancestors()
+                .skip(1)
+                .find_map(|dir| self.packages.get_key_value(dir))?;
+            match std::fs::symlink_metadata(path) {
+                Ok(meta) if meta.is_file() => {}
+                Ok(_) => return None,
+                Err(_) => {
+                    let known = source
+                        .files(&self.db)
+                        .iter()
+                        .any(|file| file.absolute == *path);
+                    if !known {
+                        return None;
+                    }
+                }
+            }
+            owners.insert(pkg.clone(), *source);
+        }
+        Some(owners)
+    }
+
     /// Renders the tree as of the last refresh, printing kpt's progress
     /// lines to `log`. The result is what [`hydrate::hydrate`] returns.
     pub fn render(&self, root_kptfile: Kptfile, log: &mut dyn Write) -> RenderOutcome {
@@ -194,7 +288,7 @@ impl RenderSession {
             self.warm_up();
             self.precomputed()
         } else {
-            BTreeMap::new()
+            Precomputed::default()
         };
         let context = self.db.context();
         let runtimes = Runtimes {
@@ -267,7 +361,7 @@ impl RenderSession {
     /// The memoized runs, read back in a fixed order. A package whose parent
     /// also ran successfully hands over an empty output: the parent's run
     /// already contains it, and the walk discards it anyway.
-    fn precomputed(&self) -> BTreeMap<PathBuf, PackageRun> {
+    fn precomputed(&self) -> Precomputed {
         let _span = tracing::info_span!("adopt").entered();
         let mut parent_ok: BTreeMap<&Path, bool> = BTreeMap::new();
         for (pkg, children) in &self.children {
@@ -312,7 +406,21 @@ impl RenderSession {
             };
             runs.insert(pkg.clone(), run);
         }
-        runs
+        let subpackages = self
+            .children
+            .iter()
+            .map(|(pkg, children)| {
+                let known = children
+                    .iter()
+                    .filter_map(|child| {
+                        let source = self.packages.get(child)?;
+                        Some((child.clone(), source.kptfile(&self.db).clone()))
+                    })
+                    .collect();
+                (pkg.clone(), known)
+            })
+            .collect();
+        Precomputed { runs, subpackages }
     }
 }
 
@@ -330,7 +438,17 @@ pub(super) fn path_key(path: &Path) -> String {
 
 /// Reads every package below `root` (BFS order: the root first); `None`
 /// when any Kptfile, listing or file cannot be read or decoded.
-pub(super) fn scan_tree(root: &Path, root_kptfile: &Kptfile) -> Option<Vec<Scanned>> {
+pub(super) fn scan_tree(
+    root: &Path,
+    root_kptfile: &Kptfile,
+    stamps: Option<&StampedReader<'_>>,
+) -> Option<Vec<Scanned>> {
+    let read = |path: &Path| -> Option<Arc<[u8]>> {
+        match stamps {
+            Some(stamps) => stamps.read(path).ok(),
+            None => std::fs::read(path).ok().map(Arc::from),
+        }
+    };
     let _span = tracing::info_span!("scan").entered();
     // The structure first (directories and Kptfiles), then the files of all
     // packages in parallel.
@@ -339,7 +457,7 @@ pub(super) fn scan_tree(root: &Path, root_kptfile: &Kptfile) -> Option<Vec<Scann
     while let Some((path, kptfile)) = queue.pop_front() {
         let children = tree::direct_subpackages(&path).ok()?;
         for child in &children {
-            let bytes = std::fs::read(child.join(KPTFILE_NAME)).ok()?;
+            let bytes = read(&child.join(KPTFILE_NAME))?;
             let decoded = Kptfile::parse_bytes(&bytes, child).ok()?;
             decoded.validate(child).ok()?;
             queue.push_back((child.clone(), decoded));
@@ -351,11 +469,11 @@ pub(super) fn scan_tree(root: &Path, root_kptfile: &Kptfile) -> Option<Vec<Scann
         .map(|(path, kptfile, children)| {
             let mut files = Vec::new();
             for (relative, absolute) in list_package_files(&path).ok()? {
-                let bytes = std::fs::read(&absolute).ok()?;
+                let bytes = read(&absolute)?;
                 files.push(PackageFile {
                     relative,
                     absolute,
-                    bytes: bytes.into(),
+                    bytes,
                 });
             }
             Some(Scanned {

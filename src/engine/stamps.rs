@@ -1,0 +1,217 @@
+//! File stamps: how a watch session re-reads only the files that changed.
+//!
+//! A session's refresh used to read every file of the tree to find the one
+//! that was edited. Build tools (make, ninja, git's index) instead trust a
+//! file whose metadata did not change: same size, inode, device, mtime and
+//! ctime. The one hole is a file written twice within one timestamp tick
+//! (the kernel stamps files from a coarse clock, 1–10 ms, and some file
+//! systems keep whole seconds): its stamp can match while its bytes differ.
+//! As in git's "racy" rule, a stamp is trusted only for a file whose mtime
+//! is older than the time it was last looked at by more than the timestamp
+//! resolution; a file changed around or after that time is read again.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What identifies one version of a file without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    inode: u64,
+    device: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            len: meta.len(),
+            inode: meta.ino(),
+            device: meta.dev(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+        }
+    }
+
+    /// How far apart two writes may be and still get the same mtime. A
+    /// file system that keeps nanoseconds stamps from the kernel's coarse
+    /// clock (one tick, at most 10 ms at HZ=100); one whose mtimes are whole
+    /// seconds (or whose file happened to land on one) may be as coarse as
+    /// FAT's two seconds.
+    fn resolution(&self) -> Duration {
+        if self.mtime_ns % 1_000_000_000 != 0 {
+            Duration::from_millis(50)
+        } else {
+            Duration::from_secs(2)
+        }
+    }
+}
+
+/// The files the last scans read, by absolute path: each file's stamp, the
+/// time just before it was looked at, and its bytes.
+#[derive(Debug, Default)]
+pub struct FileStamps {
+    files: HashMap<PathBuf, Entry>,
+}
+
+/// One file as last read.
+#[derive(Clone, Debug)]
+struct Entry {
+    stamp: Stamp,
+    looked_at: SystemTime,
+    bytes: Arc<[u8]>,
+}
+
+/// One scan's reads: the previous stamps (if any) and what this scan saw,
+/// collected from parallel readers.
+#[derive(Debug)]
+pub struct StampedReader<'a> {
+    previous: Option<&'a FileStamps>,
+    seen: Mutex<Vec<(PathBuf, Entry)>>,
+}
+
+impl FileStamps {
+    /// A reader for a new scan that trusts this scan's stamps.
+    pub fn reader(&self) -> StampedReader<'_> {
+        StampedReader {
+            previous: Some(self),
+            seen: Mutex::default(),
+        }
+    }
+
+    /// Replaces the stamps with what a whole-tree scan saw (files it did
+    /// not read are forgotten).
+    pub fn replace(&mut self, seen: Seen) {
+        self.files = seen.files.into_iter().collect();
+    }
+
+    /// Adds what a scan of some files saw, keeping the other stamps.
+    pub fn merge(&mut self, seen: Seen) {
+        self.files.extend(seen.files);
+    }
+}
+
+/// What one scan read, detached from the stamps it trusted.
+#[derive(Debug)]
+pub struct Seen {
+    files: Vec<(PathBuf, Entry)>,
+}
+
+impl StampedReader<'_> {
+    /// A reader with no previous scan: every file is read.
+    pub fn fresh() -> StampedReader<'static> {
+        StampedReader {
+            previous: None,
+            seen: Mutex::default(),
+        }
+    }
+
+    /// What this scan read, for [`FileStamps::update`].
+    pub fn into_seen(self) -> Seen {
+        Seen {
+            files: self.seen.into_inner().unwrap_or_default(),
+        }
+    }
+
+    /// The bytes of `path`: the previous scan's when its stamp is unchanged
+    /// and old enough to trust, otherwise read from disk.
+    pub fn read(&self, path: &Path) -> std::io::Result<Arc<[u8]>> {
+        let looked_at = SystemTime::now();
+        let meta = std::fs::metadata(path)?;
+        let stamp = Stamp::of(&meta);
+        // A file that changes between the stat and the read keeps the
+        // stamp taken before: the next scan sees a newer one and reads it.
+        let bytes = match self.trusted(path, &stamp) {
+            Some(bytes) => bytes,
+            None => std::fs::read(path)?.into(),
+        };
+        if let Ok(mut seen) = self.seen.lock() {
+            let entry = Entry {
+                stamp,
+                looked_at,
+                bytes: bytes.clone(),
+            };
+            seen.push((path.to_path_buf(), entry));
+        }
+        Ok(bytes)
+    }
+
+    fn trusted(&self, path: &Path, stamp: &Stamp) -> Option<Arc<[u8]>> {
+        let old = self.previous?.files.get(path)?;
+        if old.stamp != *stamp {
+            return None;
+        }
+        let since_epoch = old.looked_at.duration_since(UNIX_EPOCH).ok()?;
+        let trusted_before = since_epoch.checked_sub(stamp.resolution())?;
+        let mtime = u128::try_from(stamp.mtime_ns).ok()?;
+        (mtime < trusted_before.as_nanos()).then(|| old.bytes.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set_mtime(path: &Path, time: SystemTime) {
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(time).unwrap();
+    }
+
+    #[test]
+    fn an_old_unchanged_file_is_not_read_again_and_a_changed_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.yaml");
+        std::fs::write(&path, "a: 1\n").unwrap();
+        let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        set_mtime(&path, an_hour_ago);
+        let mut stamps = FileStamps::default();
+        let reader = stamps.reader();
+        let first = reader.read(&path).unwrap();
+        stamps.replace(reader.into_seen());
+
+        // Unchanged and old: the very same bytes come back, unread.
+        let reader = stamps.reader();
+        let again = reader.read(&path).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        stamps.replace(reader.into_seen());
+
+        // Same length, same mtime, new bytes: the ctime (and for a
+        // rewrite, usually the mtime) tells.
+        std::fs::write(&path, "a: 2\n").unwrap();
+        set_mtime(&path, an_hour_ago);
+        let reader = stamps.reader();
+        assert_eq!(&*reader.read(&path).unwrap(), b"a: 2\n");
+        stamps.replace(reader.into_seen());
+    }
+
+    #[test]
+    fn a_file_changed_near_the_last_scan_is_always_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.yaml");
+        std::fs::write(&path, "a: 1\n").unwrap();
+        let mut stamps = FileStamps::default();
+        let reader = stamps.reader();
+        let first = reader.read(&path).unwrap();
+        stamps.replace(reader.into_seen());
+        // Written just now: its stamp could hide a second write in the
+        // same tick, so the next scan reads it even though nothing changed.
+        let reader = stamps.reader();
+        let again = reader.read(&path).unwrap();
+        assert!(!Arc::ptr_eq(&first, &again));
+        assert_eq!(first, again);
+    }
+
+    #[test]
+    fn a_fresh_reader_reads_and_a_missing_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.yaml");
+        std::fs::write(&path, "x").unwrap();
+        let reader = StampedReader::fresh();
+        assert_eq!(&*reader.read(&path).unwrap(), b"x");
+        assert!(reader.read(&dir.path().join("missing")).is_err());
+    }
+}
