@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use super::db::RenderContext;
 use super::levels::levels;
 use super::session::{Progress, Scanned, in_pool, path_key, scan_tree};
-use crate::hydrate::{self, PackageRun, RenderOutcome, Runtimes};
+use crate::hydrate::{self, PackageRun, Precomputed, RenderOutcome, Runtimes};
 use crate::pkg::kptfile::{self, Kptfile};
 use crate::pkg::reader::{ReadOptions, parse_package_files};
 
@@ -35,12 +35,12 @@ pub fn render_once(
 ) -> RenderOutcome {
     let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
     let precomputed = if bfs {
-        BTreeMap::new()
+        Precomputed::default()
     } else {
-        match scan_tree(&context.root, &root_kptfile) {
+        match scan_tree(&context.root, &root_kptfile, None) {
             Some(scanned) => run_levels(context, scanned, jobs, progress),
             // The walk reads the tree itself and reports what is wrong.
-            None => BTreeMap::new(),
+            None => Precomputed::default(),
         }
     };
     let runtimes = Runtimes {
@@ -57,13 +57,14 @@ pub fn render_once(
     )
 }
 
-/// Runs the pipelines level by level and returns the runs by package path.
+/// Runs the pipelines level by level and returns the runs by package path,
+/// with the tree they ran on.
 fn run_levels(
     context: &RenderContext,
     scanned: Vec<Scanned>,
     jobs: Option<usize>,
     progress: Option<Progress>,
-) -> BTreeMap<PathBuf, PackageRun> {
+) -> Precomputed {
     let _span = tracing::info_span!("levels").entered();
     let index: BTreeMap<&Path, usize> = scanned
         .iter()
@@ -87,7 +88,7 @@ fn run_levels(
         })
         .collect();
     let Ok(levels) = levels(&graph) else {
-        return BTreeMap::new();
+        return Precomputed::default();
     };
     let levels: Vec<Vec<usize>> = levels
         .iter()
@@ -117,11 +118,24 @@ fn run_levels(
             });
         }
     });
-    scanned
-        .into_iter()
+    let subpackages = scanned
+        .iter()
+        .zip(&children)
+        .map(|(pkg, children)| {
+            let known = children
+                .iter()
+                .filter_map(|&child| scanned.get(child))
+                .map(|child| (child.path.clone(), child.kptfile.clone()))
+                .collect();
+            (pkg.path.clone(), known)
+        })
+        .collect();
+    let runs = scanned
+        .iter()
         .zip(slots)
-        .filter_map(|(pkg, slot)| Some((pkg.path, slot.into_inner().ok()??)))
-        .collect()
+        .filter_map(|(pkg, slot)| Some((pkg.path.clone(), slot.into_inner().ok()??)))
+        .collect();
+    Precomputed { runs, subpackages }
 }
 
 /// One package's run, or `None` when the walk would not get to run it (its

@@ -151,8 +151,24 @@ struct Hydrator<'a, 'w> {
     /// DFS pipeline runs computed ahead of the walk (by the engine), keyed by
     /// package path; the walk adopts them instead of running the pipeline.
     precomputed: BTreeMap<PathBuf, PackageRun>,
+    /// The subpackages the engine found, for packages it ran (see
+    /// [`Precomputed::subpackages`]).
+    known_subpackages: BTreeMap<PathBuf, Vec<(PathBuf, Kptfile)>>,
     /// A watch session's BFS runs from its last render, if any.
     bfs_memo: Option<BfsMemo>,
+}
+
+/// What the engine computed ahead of the walk.
+#[derive(Debug, Default)]
+pub struct Precomputed {
+    /// DFS pipeline runs by package path; the walk adopts them instead of
+    /// running the pipelines.
+    pub runs: BTreeMap<PathBuf, PackageRun>,
+    /// Direct subpackages (path and validated Kptfile, in walk order) of
+    /// packages whose run is in `runs`, as the engine read them: the walk
+    /// takes them instead of listing and decoding the tree again, so it
+    /// adopts exactly the tree the runs were computed on.
+    pub subpackages: BTreeMap<PathBuf, Vec<(PathBuf, Kptfile)>>,
 }
 
 /// A BFS render's pipeline runs, kept for the next render of the same tree
@@ -253,7 +269,7 @@ fn run_package_under(
         runtimes,
         &mut log,
         save_on_failure,
-        BTreeMap::new(),
+        Precomputed::default(),
     );
     let node = PkgNode {
         path: pkg.to_path_buf(),
@@ -306,19 +322,26 @@ pub fn hydrate(
     runtimes: Runtimes<'_>,
     log: &mut dyn Write,
 ) -> RenderOutcome {
-    hydrate_with(root, root_kptfile, options, runtimes, log, BTreeMap::new())
+    hydrate_with(
+        root,
+        root_kptfile,
+        options,
+        runtimes,
+        log,
+        Precomputed::default(),
+    )
 }
 
-/// [`hydrate`], adopting `precomputed` DFS pipeline runs (keyed by package
-/// path) where the walk reaches them; packages without one run in the walk.
-/// BFS renders ignore them.
+/// [`hydrate`], adopting `precomputed` DFS pipeline runs where the walk
+/// reaches them; packages without one run in the walk. BFS renders ignore
+/// them.
 pub fn hydrate_with(
     root: &Path,
     root_kptfile: Kptfile,
     options: &RenderOptions,
     runtimes: Runtimes<'_>,
     log: &mut dyn Write,
-    precomputed: BTreeMap<PathBuf, PackageRun>,
+    precomputed: Precomputed,
 ) -> RenderOutcome {
     hydrate_with_memo(
         root,
@@ -339,14 +362,18 @@ pub fn hydrate_with_memo(
     options: &RenderOptions,
     runtimes: Runtimes<'_>,
     log: &mut dyn Write,
-    precomputed: BTreeMap<PathBuf, PackageRun>,
+    precomputed: Precomputed,
     mut bfs_memo: Option<&mut BfsMemo>,
 ) -> RenderOutcome {
-    let _span = tracing::info_span!("walk", adopted = precomputed.len()).entered();
+    let _span = tracing::info_span!("walk", adopted = precomputed.runs.len()).entered();
     let save_on_failure =
         root_kptfile.annotation_is_true(kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION);
     let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
-    let precomputed = if bfs { BTreeMap::new() } else { precomputed };
+    let precomputed = if bfs {
+        Precomputed::default()
+    } else {
+        precomputed
+    };
     let mut hydrator = Hydrator::new(root, options, runtimes, log, save_on_failure, precomputed);
     let node = PkgNode {
         path: root.to_path_buf(),
@@ -399,7 +426,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         runtimes: Runtimes<'a>,
         log: &'w mut dyn Write,
         save_on_failure: bool,
-        precomputed: BTreeMap<PathBuf, PackageRun>,
+        precomputed: Precomputed,
     ) -> Hydrator<'a, 'w> {
         Hydrator {
             root: root.to_path_buf(),
@@ -413,7 +440,8 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             fn_results: Vec::new(),
             executed: 0,
             n_packages: 0,
-            precomputed,
+            precomputed: precomputed.runs,
+            known_subpackages: precomputed.subpackages,
             bfs_memo: None,
         }
     }
@@ -438,6 +466,11 @@ impl<'a, 'w> Hydrator<'a, 'w> {
 
     /// Lists and decodes the direct subpackages of `pkg`.
     fn subpackages(&mut self, pkg: &Path) -> Result<Vec<(PathBuf, Kptfile)>, HydrateError> {
+        if self.precomputed.contains_key(pkg)
+            && let Some(known) = self.known_subpackages.remove(pkg)
+        {
+            return Ok(known);
+        }
         let dirs = tree::direct_subpackages(pkg).map_err(|error| {
             let text = error.to_string();
             HydrateError::plain(pkg, &text, Report::Error(text.clone()))
