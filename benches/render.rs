@@ -13,6 +13,8 @@
 //!   equivalent `sed` exec functions, on the same tree.
 //!
 //! Every run's output is checked, so a fast wrong answer cannot look good.
+//! Each process-level row is the median of `KRENDER_BENCH_RUNS` runs
+//! (default 3; cold runs each start from an empty cache directory).
 //! Sizes: 100 and 1,000 packages; `KRENDER_BENCH_10K=1` adds 10,000.
 //! kpt is slow (~25 s per 100 packages), so it runs only up to
 //! `KRENDER_BENCH_KPT_MAX` packages (default 100). `KRENDER_BENCH_SIZES=10,50`
@@ -127,9 +129,44 @@ fn floor(root: &Path) -> (Duration, usize) {
     (started.elapsed(), files)
 }
 
-/// Runs a render command with `-o stdout` and returns its time and output.
+/// How many times each process-level row runs (`KRENDER_BENCH_RUNS`,
+/// default 3); the table reports the median, since one run on a busy
+/// 2-core machine can be off by a third.
+fn runs() -> usize {
+    std::env::var("KRENDER_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+        .max(1)
+}
+
+/// Runs a render command with `-o stdout` [`runs`] times, calling `setup`
+/// before each run, and returns the median time, the last output, whether
+/// every run printed the same, and the largest peak RSS.
+fn time_median(
+    mut command: Command,
+    mut setup: impl FnMut(usize),
+) -> (Duration, String, bool, f64) {
+    let mut times = Vec::new();
+    let mut outputs: Vec<String> = Vec::new();
+    let mut rss: f64 = 0.0;
+    for run in 0..runs() {
+        setup(run);
+        let (elapsed, stdout, run_rss) = time_render_rss(&mut command);
+        times.push(elapsed);
+        rss = rss.max(run_rss);
+        outputs.push(stdout);
+    }
+    times.sort();
+    let same = outputs.windows(2).all(|pair| pair[0] == pair[1]);
+    let last = outputs.pop().unwrap_or_default();
+    (times[times.len() / 2], last, same, rss)
+}
+
+/// [`time_median`] on an unchanged tree: every run must print the same.
 fn time_render(command: Command) -> (Duration, String) {
-    let (elapsed, stdout, _) = time_render_rss(command);
+    let (elapsed, stdout, same, _) = time_median(command, |_| {});
+    assert!(same, "runs of the same render differ");
     (elapsed, stdout)
 }
 
@@ -137,7 +174,7 @@ fn time_render(command: Command) -> (Duration, String) {
 /// `wait4`'s rusage, so it is this child's alone).
 // The child is reaped by `wait4`, which clippy does not see.
 #[allow(clippy::zombie_processes)]
-fn time_render_rss(mut command: Command) -> (Duration, String, f64) {
+fn time_render_rss(command: &mut Command) -> (Duration, String, f64) {
     use std::io::Read;
     let started = Instant::now();
     let mut child = command
@@ -353,22 +390,34 @@ fn main() {
         floor(&builtin_tree);
         let (floor_time, files) = floor(&builtin_tree);
 
-        let (cold, cold_out, cold_rss) = time_render_rss(krender(&builtin_tree, &cache, &[]));
+        // Each cold run starts from an empty cache directory.
+        let (cold, cold_out, same, cold_rss) =
+            time_median(krender(&builtin_tree, &cache, &[]), |_| {
+                let _ = std::fs::remove_dir_all(&cache);
+            });
+        assert!(same, "cold runs differ");
         check_builtins(&cold_out, packages);
         // `-o stdout` leaves the tree alone, so the cold render already
-        // recorded the root's manifest: drop it to time the function cache.
+        // recorded the root's manifest: drop it before each run to time the
+        // function cache.
         let manifests = krender::engine::manifest::store_dir(&cache);
-        std::fs::remove_dir_all(&manifests).unwrap();
-        let (warm, warm_out) = time_render(krender(&builtin_tree, &cache, &[]));
+        let (warm, warm_out, same, _) = time_median(krender(&builtin_tree, &cache, &[]), |_| {
+            let _ = std::fs::remove_dir_all(&manifests);
+        });
+        assert!(same, "warm runs differ");
         assert_eq!(warm_out, cold_out, "warm render differs from cold");
         let (no_change, no_change_out) = time_render(krender(&builtin_tree, &cache, &[]));
         assert_eq!(no_change_out, cold_out, "manifest replay differs from cold");
         let (uncached, uncached_out) = time_render(krender(&builtin_tree, &cache, &["--no-cache"]));
         assert_eq!(uncached_out, cold_out, "--no-cache render differs");
-        // One leaf edited, a new process: only the edited path misses.
-        edit_leaf(&builtin_tree, packages, 5);
-        let (leaf_cli, leaf_cli_out) = time_render(krender(&builtin_tree, &cache, &[]));
-        assert!(leaf_cli_out.contains("replicas: 5"), "leaf edit rendered");
+        // One leaf edited, a new process: only the edited path misses (a
+        // new value for each run).
+        let (leaf_cli, leaf_cli_out, _, _) =
+            time_median(krender(&builtin_tree, &cache, &[]), |run| {
+                edit_leaf(&builtin_tree, packages, 20 + run);
+            });
+        let last_value = format!("replicas: {}", 20 + runs() - 1);
+        assert!(leaf_cli_out.contains(&last_value), "leaf edit rendered");
         // The same in one process (watch): the session re-runs the path.
         let (_, leaf_watch, leaf_runs, leaf_watch_out) = session_edit(&builtin_tree, packages);
         let (_, fresh_out) = time_render(krender(&builtin_tree, &cache, &["--no-cache"]));
