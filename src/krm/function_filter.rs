@@ -588,6 +588,14 @@ fn run_native_shaped(
     timeout: Duration,
     shape: Shape,
 ) -> Result<EvaluatedStep, EvalError> {
+    if builtin.edits_in_place()
+        && builtin.ignores_bookkeeping()
+        && call.in_pipeline
+        && shape.plain_keys
+        && settled(&resources, &call)
+    {
+        return run_native_settled(builtin, resources, call, timeout);
+    }
     let prepared = match Prepared::new(resources, &call) {
         Ok(prepared) => prepared,
         Err(error) => {
@@ -624,6 +632,96 @@ fn run_native_shaped(
     let status = exit_status(outcome.exit_code);
     let step = prepared.complete(outcome.items, outcome.results, status, Restore::Native);
     Ok(evaluated(step, outcome.stderr, outcome.exit_code))
+}
+
+/// Whether every resource's bookkeeping is already what a mutator's call
+/// would leave it as: path and index each on both the internal and the
+/// legacy annotation with one value, no ids and no migration id, and no
+/// Document wrapper carrying comments; and the function config is not one
+/// of the resources. For such a list the host's work around the call is a
+/// no-op on every resource: the migration id and the ids are added and
+/// removed again (new keys go at the end of the annotations, so removing
+/// them restores the order), the legacy/internal copies and the
+/// reconciliation find the pairs equal and unchanged, the annotation format
+/// keeps both forms, and the default path is never needed.
+fn settled(resources: &[Node], call: &FunctionCall<'_>) -> bool {
+    let config_is_a_resource = call.function_config.is_some_and(|config| {
+        resources
+            .iter()
+            .any(|resource| resource.root() == config.root())
+    });
+    if config_is_a_resource {
+        return false;
+    }
+    let one = |node: &Node| {
+        if node.kind == NodeKind::Document
+            && !(node.head_comment.is_empty()
+                && node.line_comment.is_empty()
+                && node.foot_comment.is_empty())
+        {
+            return false;
+        }
+        let Some(annotations) = resource::annotations(node).filter(|a| a.is_mapping()) else {
+            return false;
+        };
+        let read = |key| resource::annotation_in(Some(annotations), key);
+        let path = read(resource::PATH);
+        let index = read(resource::INDEX);
+        !path.is_empty()
+            && path == read(resource::LEGACY_PATH)
+            && !index.is_empty()
+            && index == read(resource::LEGACY_INDEX)
+            && [resource::ID, resource::LEGACY_ID, resource::MIGRATION_ID]
+                .iter()
+                .all(|key| annotations.get(key).is_none())
+    };
+    if resources.len() >= PARALLEL_FROM {
+        resources.par_iter().all(one)
+    } else {
+        resources.iter().all(one)
+    }
+}
+
+/// [`run_native_shaped`] for a builtin that ignores the host's bookkeeping
+/// ([`Builtin::ignores_bookkeeping`]) over a [`settled`] list: the builtin
+/// edits the resources themselves and only what is not a no-op around the
+/// call remains, the head-comment rearrangement of kyaml's order sync
+/// (which the restore applies to every output).
+fn run_native_settled(
+    builtin: Builtin,
+    resources: Vec<Node>,
+    call: FunctionCall<'_>,
+    timeout: Duration,
+) -> Result<EvaluatedStep, EvalError> {
+    let items: Vec<Node> = resources
+        .into_iter()
+        .map(|item| match item.kind {
+            NodeKind::Document if !item.content.is_empty() => item
+                .content
+                .into_iter()
+                .next()
+                .unwrap_or_else(Node::new_mapping),
+            _ => item,
+        })
+        .collect();
+    let outcome = builtin.run_native(items, call.function_config, timeout)?;
+    let output = if outcome.exit_code == 0 {
+        let mut resources = outcome.items;
+        per_resource(&mut resources, |_, output| {
+            rearrange_head_comments(output.root_mut());
+        });
+        resources
+    } else {
+        // A failing function's items are not used (see `evaluated`).
+        drop_resources(outcome.items);
+        Vec::new()
+    };
+    Ok(EvaluatedStep {
+        output: Ok(output),
+        results: outcome.results,
+        stderr: outcome.stderr,
+        exit_code: outcome.exit_code,
+    })
 }
 
 fn exit_status(exit_code: i32) -> Result<(), ExitFailure> {

@@ -182,6 +182,22 @@ impl Builtin {
         )
     }
 
+    /// True for builtins that edit resources in place ([`Builtin::edits_in_place`])
+    /// and never read, write or copy an annotation the host uses for its
+    /// bookkeeping (path, index, their legacy forms, the ids and the
+    /// migration id): what they do to a resource does not depend on those
+    /// annotations, and leaves them as they were. The host may then skip
+    /// adding and removing its per-call ids around them (see
+    /// `krm::function_filter`). set-annotations is not one (it may write
+    /// any annotation), nor are the validators (their policies and messages
+    /// see whole resources).
+    pub fn ignores_bookkeeping(self) -> bool {
+        matches!(
+            self,
+            Builtin::SetNamespace | Builtin::SetLabels | Builtin::SetImage | Builtin::NoOp
+        )
+    }
+
     /// Runs the function on `items` (the root mappings the host would write
     /// to the wire, ids included) and returns what the host would read back
     /// from its output: the items in output order, the parsed `results`,
