@@ -314,3 +314,63 @@ fn watch_refresh_reads_only_the_packages_owning_the_changed_paths() {
     assert!(grown.contains("name: cm-b1"), "{grown}");
     assert_eq!((grown, grown_log), render_once(&root));
 }
+
+#[test]
+fn bfs_level_run_in_parallel_matches_the_sequential_walk_when_an_output_moves_to_a_sibling() {
+    // BFS root -> {a -> {a1}, b}. a's starlark moves a1's ConfigMap into b
+    // (by its package-path). The one-shot render runs a and b in parallel,
+    // so b's early run saw b's old list: it must be thrown away and b run
+    // again on the moved resource, as the sequential walk (a watch
+    // session's) does.
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("root");
+    write_tree(&root);
+    let bfs_kptfile = kptfile("root", "in-root").replace(
+        "metadata:\n  name: root\n",
+        "metadata:\n  name: root\n  annotations:\n    kpt.dev/bfs-rendering: \"true\"\n",
+    );
+    std::fs::write(root.join("Kptfile"), bfs_kptfile).unwrap();
+    std::fs::write(
+        root.join("a/Kptfile"),
+        "apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: a
+pipeline:
+  mutators:
+    - image: ghcr.io/kptdev/krm-functions-catalog/starlark:latest
+      configPath: mover.yaml
+",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("a/mover.yaml"),
+        "apiVersion: fn.kpt.dev/v1alpha1
+kind: StarlarkRun
+metadata:
+  name: mover
+  annotations:
+    config.kubernetes.io/local-config: \"true\"
+source: |
+  key = \"internal.config.kubernetes.io/package-path\"
+  for r in ctx.resource_list[\"items\"]:
+    if r[\"metadata\"][\"name\"] == \"cm-a1\":
+      path = r[\"metadata\"][\"annotations\"][key]
+      r[\"metadata\"][\"annotations\"][key] = path.replace(\"/a/a1\", \"/b\")
+",
+    )
+    .unwrap();
+
+    let (once, once_log) = render_once(&root);
+    let (walked, walked_log) = render(&mut session(&root, None), &root);
+    assert_eq!(once, walked);
+    assert_eq!(once_log, walked_log);
+    // b ran on the moved ConfigMap (its own list was replaced).
+    let moved = once
+        .split("\n- ")
+        .find(|item| {
+            item.contains("name: cm-a1") && item.contains("config.kubernetes.io/path: b/cm.yaml")
+        })
+        .unwrap_or_else(|| panic!("cm-a1 was not moved into b:\n{once}"));
+    assert!(moved.contains("in-b: \"true\""), "{moved}");
+}

@@ -200,6 +200,7 @@ pub(super) fn render_context(
             .clone()
             .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned()),
         in_place: *output == Output::InPlace,
+        jobs: args.jobs,
         ..RenderOptions::default()
     };
     let chain_options = ChainOptions {

@@ -52,6 +52,9 @@ pub struct RenderOptions {
     pub timeout: Duration,
     /// True when rendering in place (no `-o`).
     pub in_place: bool,
+    /// `--jobs`: threads for the packages of one BFS level (default: one
+    /// per core).
+    pub jobs: Option<usize>,
 }
 
 impl Default for RenderOptions {
@@ -63,6 +66,7 @@ impl Default for RenderOptions {
             image_prefix: kptfile::DEFAULT_IMAGE_PREFIX.to_owned(),
             timeout: Duration::from_secs(3600),
             in_place: true,
+            jobs: None,
         }
     }
 }
@@ -534,9 +538,10 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         let mut nodes: Vec<PkgNode> = Vec::new();
         let mut resources: Vec<Vec<Node>> = Vec::new();
         let mut children: Vec<Vec<usize>> = Vec::new();
-        let mut queue = std::collections::VecDeque::from([root]);
+        let mut depths: Vec<usize> = Vec::new();
+        let mut queue = std::collections::VecDeque::from([(root, 0)]);
         let root_path = self.root.clone();
-        while let Some(node) = queue.pop_front() {
+        while let Some((node, depth)) = queue.pop_front() {
             let index = nodes.len();
             self.n_packages += 1;
             let local = self.load_local(&node.path).map_err(|error| (None, error))?;
@@ -555,58 +560,148 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                 // Its index once dequeued: everything queued before it
                 // (earlier siblings included) comes first.
                 child_indexes.push(index + 1 + queue.len());
-                queue.push_back(PkgNode { path: dir, kptfile });
+                queue.push_back((PkgNode { path: dir, kptfile }, depth + 1));
             }
             nodes.push(node);
             resources.push(local);
             children.push(child_indexes);
+            depths.push(depth);
         }
         // Phase 2: run pipelines top-down; each sees itself and its
         // descendants. Descendants keep their lists unless an output names
-        // them (kpt's propagateResourcesAcrossNodes).
-        for index in 0..nodes.len() {
-            let mut input = std::mem::take(&mut resources[index]);
-            let mut stack: Vec<usize> = children[index].iter().rev().copied().collect();
-            while let Some(child) = stack.pop() {
-                input.extend(resources[child].iter().cloned());
-                for grandchild in children[child].iter().rev() {
-                    stack.push(*grandchild);
+        // them (kpt's propagateResourcesAcrossNodes). The packages of one
+        // level (BFS order lists them together) have disjoint scopes, so
+        // they may run in parallel first (see `run_bfs_level`); their runs
+        // are then adopted in order, exactly as if they ran here.
+        let mut level_start = 0;
+        while level_start < nodes.len() {
+            let level_end = (level_start..nodes.len())
+                .find(|&i| depths.get(i) != depths.get(level_start))
+                .unwrap_or(nodes.len());
+            let mut ahead =
+                self.run_bfs_level(&nodes, &resources, &children, level_start..level_end);
+            // Packages whose list an earlier output of this level replaced:
+            // a run computed ahead for them or an ancestor saw the old list.
+            let mut replaced = vec![false; nodes.len()];
+            for index in level_start..level_end {
+                let run = ahead
+                    .get_mut(index - level_start)
+                    .and_then(Option::take)
+                    .filter(|_| !subtree(&children, index).any(|i| replaced.get(i) == Some(&true)));
+                let result = match run {
+                    Some(run) => {
+                        // The list this run saw now belongs to it.
+                        resources[index] = Vec::new();
+                        self.adopt(run)
+                    }
+                    None => {
+                        let input = scoped_input(&mut resources, &children, index);
+                        self.run_bfs_pipeline(&nodes[index], input, &root_path)
+                    }
+                };
+                let (output, failure) = match result {
+                    Ok(output) => (output, None),
+                    Err((output, error)) => match output {
+                        Some(output) if self.save_on_failure => (output, Some(error)),
+                        _ => return Err((None, error)),
+                    },
+                };
+                let mut own = Vec::new();
+                let mut by_package: Vec<Option<Vec<Node>>> = vec![None; nodes.len()];
+                for resource_node in output {
+                    let target = resource::annotation(&resource_node, resource::PACKAGE_PATH)
+                        .map(PathBuf::from);
+                    let target_index = target
+                        .as_ref()
+                        .and_then(|target| nodes.iter().position(|n| &n.path == target))
+                        .filter(|&i| i != index);
+                    match target_index {
+                        Some(i) => by_package[i]
+                            .get_or_insert_with(Vec::new)
+                            .push(resource_node),
+                        None => own.push(resource_node),
+                    }
+                }
+                for (i, list) in by_package.into_iter().enumerate() {
+                    if let Some(list) = list {
+                        resources[i] = list;
+                        replaced[i] = true;
+                    }
+                }
+                resources[index] = own;
+                if let Some(error) = failure {
+                    return Err((Some(resources.into_iter().flatten().collect()), error));
                 }
             }
-            let (output, failure) = match self.run_bfs_pipeline(&nodes[index], input, &root_path) {
-                Ok(output) => (output, None),
-                Err((output, error)) => match output {
-                    Some(output) if self.save_on_failure => (output, Some(error)),
-                    _ => return Err((None, error)),
-                },
-            };
-            let mut own = Vec::new();
-            let mut by_package: Vec<Option<Vec<Node>>> = vec![None; nodes.len()];
-            for resource_node in output {
-                let target =
-                    resource::annotation(&resource_node, resource::PACKAGE_PATH).map(PathBuf::from);
-                let target_index = target
-                    .as_ref()
-                    .and_then(|target| nodes.iter().position(|n| &n.path == target))
-                    .filter(|&i| i != index);
-                match target_index {
-                    Some(i) => by_package[i]
-                        .get_or_insert_with(Vec::new)
-                        .push(resource_node),
-                    None => own.push(resource_node),
-                }
-            }
-            for (i, list) in by_package.into_iter().enumerate() {
-                if let Some(list) = list {
-                    resources[i] = list;
-                }
-            }
-            resources[index] = own;
-            if let Some(error) = failure {
-                return Err((Some(resources.into_iter().flatten().collect()), error));
-            }
+            level_start = level_end;
         }
         Ok(resources.into_iter().flatten().collect())
+    }
+
+    /// Runs the pipelines of one BFS level in parallel, each over its scope
+    /// as it stands before the level, or nothing (all `None`) when the level
+    /// must run one package at a time: a single package, a watch session's
+    /// memo (which reuses runs itself), or an `exec:` step anywhere in the
+    /// level (a local program may have side effects, and kpt would not run
+    /// the packages after a failing one).
+    fn run_bfs_level(
+        &self,
+        nodes: &[PkgNode],
+        resources: &[Vec<Node>],
+        children: &[Vec<usize>],
+        level: std::ops::Range<usize>,
+    ) -> Vec<Option<PackageRun>> {
+        let sequential = level.len() < 2
+            || self.bfs_memo.is_some()
+            || nodes.get(level.clone()).is_none_or(|level| {
+                level.iter().any(|node| {
+                    let pipeline = &node.kptfile.pipeline;
+                    pipeline
+                        .mutators
+                        .iter()
+                        .chain(&pipeline.validators)
+                        .any(|function| !function.exec.is_empty())
+                })
+            });
+        if sequential {
+            return level.map(|_| None).collect();
+        }
+        let context = RunContext {
+            root: &self.root,
+            save_on_failure: self.save_on_failure,
+            options: self.options,
+            runtimes: self.runtimes,
+        };
+        let jobs: Vec<(&PkgNode, Vec<Node>)> = level
+            .filter_map(|index| {
+                let input = subtree(children, index)
+                    .filter_map(|i| resources.get(i))
+                    .flatten()
+                    .cloned()
+                    .collect();
+                Some((nodes.get(index)?, input))
+            })
+            .collect();
+        let run = |(node, input): (&PkgNode, Vec<Node>)| {
+            Some(run_package_under(
+                &context,
+                &node.path,
+                &node.kptfile,
+                input,
+                Vec::new(),
+                context.root,
+            ))
+        };
+        let pool = self.options.jobs.and_then(|jobs| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(jobs)
+                .build()
+                .ok()
+        });
+        match pool {
+            Some(pool) => pool.install(|| jobs.into_par_iter().map(run).collect()),
+            None => jobs.into_par_iter().map(run).collect(),
+        }
     }
 
     /// [`Hydrator::run_pipeline`] for a BFS package, through the session's
@@ -1108,6 +1203,34 @@ pub(crate) fn trim_container_stderr(stderr: &str) -> String {
 }
 
 /// kpt's `AreKRM`: the first resource that is not KRM, with its path.
+/// `index` and its descendants, depth-first in child order (the order of
+/// a BFS package's scope).
+fn subtree(children: &[Vec<usize>], index: usize) -> impl Iterator<Item = usize> + '_ {
+    let mut stack = vec![index];
+    std::iter::from_fn(move || {
+        let next = stack.pop()?;
+        if let Some(below) = children.get(next) {
+            stack.extend(below.iter().rev());
+        }
+        Some(next)
+    })
+}
+
+/// A BFS package's input: its own list (taken) and copies of its
+/// descendants' lists.
+fn scoped_input(resources: &mut [Vec<Node>], children: &[Vec<usize>], index: usize) -> Vec<Node> {
+    let mut input = resources
+        .get_mut(index)
+        .map(std::mem::take)
+        .unwrap_or_default();
+    for i in subtree(children, index).skip(1) {
+        if let Some(list) = resources.get(i) {
+            input.extend(list.iter().cloned());
+        }
+    }
+    input
+}
+
 fn check_all_krm(resources: &[Node]) -> Result<(), String> {
     let fails = |node: &Node| !is_kustomization(node) && kptfile::check_krm(node).is_err();
     // A DFS root checks the whole tree before and after every step.
