@@ -594,3 +594,34 @@ fn bfs_with_three_siblings_renders_every_package_once() {
         );
     }
 }
+
+#[test]
+fn a_resource_left_out_by_a_selector_is_still_checked_as_the_next_steps_input() {
+    // The first step selects only the Deployment, so it never sees the
+    // non-KRM document; the second step gets the whole list and, as in
+    // kpt, refuses it. (A step without selectors lets the steps after it
+    // skip the check: its output was the whole list, checked.)
+    let run = render("non-krm-after-selector", &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:latest\" on 1 resource(s)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(
+            "Error: input resource list must contain only KRM resources: non-krm.yaml: resource must have `apiVersion`"
+        ),
+        "{}",
+        run.stderr
+    );
+    // Only the Kptfile's renderStatus is written on failure.
+    let resources = |files: &BTreeMap<String, Vec<u8>>| {
+        let mut files = files.clone();
+        files.remove("Kptfile");
+        files
+    };
+    assert_eq!(resources(&run.before), resources(&run.after));
+}

@@ -94,14 +94,19 @@ pub fn apply(
         }
         return Err(ApplyError::Write { message });
     }
-    let output_files: BTreeSet<String> = resources
-        .iter()
-        .map(|r| {
-            resource::annotation(r, resource::PATH)
-                .unwrap_or("")
-                .to_owned()
-        })
-        .collect();
+    // The files the render writes (only pruning in place needs them).
+    let output_files: BTreeSet<String> = if in_place {
+        resources
+            .iter()
+            .map(|r| {
+                resource::annotation(r, resource::PATH)
+                    .unwrap_or("")
+                    .to_owned()
+            })
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
     if std::env::var_os("KRM_DISABLE_ATTRIBUTION").is_none() {
         add_attribution(&mut resources);
     }

@@ -160,6 +160,11 @@ struct Hydrator<'a, 'w> {
     known_subpackages: BTreeMap<PathBuf, Vec<(PathBuf, Kptfile)>>,
     /// A watch session's BFS runs from its last render, if any.
     bfs_memo: Option<BfsMemo>,
+    /// True once the whole resource list of the current pipeline passed
+    /// kpt's KRM check (as the output of a step without selectors): a later
+    /// step's input is then made of checked, unchanged resources, so
+    /// checking it again cannot fail.
+    input_checked: bool,
 }
 
 /// What the engine computed ahead of the walk.
@@ -447,6 +452,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             precomputed: precomputed.runs,
             known_subpackages: precomputed.subpackages,
             bfs_memo: None,
+            input_checked: false,
         }
     }
 
@@ -768,6 +774,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         let pkg = node.path.as_path();
         let display = self.display(pkg);
         self.printer.package(&display);
+        self.input_checked = false;
         let pipeline = &node.kptfile.pipeline;
         if pipeline.is_empty() {
             if let Err(message) = check_all_krm(&input) {
@@ -868,10 +875,14 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                     self.executed += 1;
                     self.mutation_steps.push(self.capture(&step, before, None));
                     if selective {
+                        // Checked: the step's output, and the unselected
+                        // resources only if the whole list was before.
                         input = select::merge_with_input(output, input, &selected_ids);
                         select::delete_resource_ids(&mut input);
                     } else {
+                        // The whole list passed the output check.
                         input = output;
+                        self.input_checked = true;
                     }
                 }
                 Err(failure) => {
@@ -1043,7 +1054,9 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         pkg: &Path,
         fn_result: &mut FnResult,
     ) -> Result<Vec<Node>, CallError> {
-        if let Err(message) = check_all_krm(&input) {
+        if !self.input_checked
+            && let Err(message) = check_all_krm(&input)
+        {
             return Err(CallError::NotRecorded(format!(
                 "input resource list must contain only KRM resources: {message}"
             )));
