@@ -380,29 +380,20 @@ impl RenderSession {
                 continue;
             };
             let consumed = parent_ok.get(pkg.as_path()).copied().unwrap_or(false);
-            let run = match (&run.output, consumed) {
-                (Ok(_), true) => PackageRun {
-                    output: Ok(Vec::new()),
-                    log: run.log.clone(),
-                    mutation_steps: run.mutation_steps.clone(),
-                    validation_steps: run.validation_steps.clone(),
-                    fn_results: run.fn_results.clone(),
-                    executed: run.executed,
-                    input_files: run.input_files.clone(),
-                },
+            let output = match (&run.output, consumed) {
+                (Ok(_), true) => Ok(Vec::new()),
                 // The root's output is the whole tree: copied in parallel.
-                _ => PackageRun {
-                    output: match &run.output {
-                        Ok(output) => Ok(output.par_iter().cloned().collect()),
-                        Err(failure) => Err(failure.clone()),
-                    },
-                    log: run.log.clone(),
-                    mutation_steps: run.mutation_steps.clone(),
-                    validation_steps: run.validation_steps.clone(),
-                    fn_results: run.fn_results.clone(),
-                    executed: run.executed,
-                    input_files: run.input_files.clone(),
-                },
+                (Ok(output), false) => Ok(output.par_iter().cloned().collect()),
+                (Err(failure), _) => Err(failure.clone()),
+            };
+            let run = PackageRun {
+                output,
+                log: run.log.clone(),
+                mutation_steps: run.mutation_steps.clone(),
+                validation_steps: run.validation_steps.clone(),
+                fn_results: run.fn_results.clone(),
+                executed: run.executed,
+                input_files: run.input_files.clone(),
             };
             runs.insert(pkg.clone(), run);
         }

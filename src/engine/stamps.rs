@@ -161,6 +161,14 @@ mod tests {
         file.set_modified(time).unwrap();
     }
 
+    /// One scan of `path` through `stamps`: its bytes, stamps replaced.
+    fn scan(stamps: &mut FileStamps, path: &Path) -> Arc<[u8]> {
+        let reader = stamps.reader();
+        let bytes = reader.read(path).unwrap();
+        stamps.replace(reader.into_seen());
+        bytes
+    }
+
     #[test]
     fn an_old_unchanged_file_is_not_read_again_and_a_changed_one_is() {
         let dir = tempfile::tempdir().unwrap();
@@ -169,23 +177,17 @@ mod tests {
         let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
         set_mtime(&path, an_hour_ago);
         let mut stamps = FileStamps::default();
-        let reader = stamps.reader();
-        let first = reader.read(&path).unwrap();
-        stamps.replace(reader.into_seen());
+        let first = scan(&mut stamps, &path);
 
         // Unchanged and old: the very same bytes come back, unread.
-        let reader = stamps.reader();
-        let again = reader.read(&path).unwrap();
+        let again = scan(&mut stamps, &path);
         assert!(Arc::ptr_eq(&first, &again));
-        stamps.replace(reader.into_seen());
 
         // Same length, same mtime, new bytes: the ctime (and for a
         // rewrite, usually the mtime) tells.
         std::fs::write(&path, "a: 2\n").unwrap();
         set_mtime(&path, an_hour_ago);
-        let reader = stamps.reader();
-        assert_eq!(&*reader.read(&path).unwrap(), b"a: 2\n");
-        stamps.replace(reader.into_seen());
+        assert_eq!(&*scan(&mut stamps, &path), b"a: 2\n");
     }
 
     #[test]
@@ -194,13 +196,10 @@ mod tests {
         let path = dir.path().join("a.yaml");
         std::fs::write(&path, "a: 1\n").unwrap();
         let mut stamps = FileStamps::default();
-        let reader = stamps.reader();
-        let first = reader.read(&path).unwrap();
-        stamps.replace(reader.into_seen());
+        let first = scan(&mut stamps, &path);
         // Written just now: its stamp could hide a second write in the
         // same tick, so the next scan reads it even though nothing changed.
-        let reader = stamps.reader();
-        let again = reader.read(&path).unwrap();
+        let again = scan(&mut stamps, &path);
         assert!(!Arc::ptr_eq(&first, &again));
         assert_eq!(first, again);
     }

@@ -693,17 +693,7 @@ fn run_native_settled(
     call: FunctionCall<'_>,
     timeout: Duration,
 ) -> Result<EvaluatedStep, EvalError> {
-    let items: Vec<Node> = resources
-        .into_iter()
-        .map(|item| match item.kind {
-            NodeKind::Document if !item.content.is_empty() => item
-                .content
-                .into_iter()
-                .next()
-                .unwrap_or_else(Node::new_mapping),
-            _ => item,
-        })
-        .collect();
+    let items: Vec<Node> = resources.into_iter().map(Node::into_root).collect();
     let outcome = builtin.run_native(items, call.function_config, timeout)?;
     let output = if outcome.exit_code == 0 {
         let mut resources = outcome.items;

@@ -131,15 +131,7 @@ pub fn encode_output_list_owned(items: Vec<Node>) -> String {
 
 fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str]) -> String {
     let prepare = |item: Node| {
-        // Node::root, by value.
-        let mut root = match item.kind {
-            NodeKind::Document if !item.content.is_empty() => item
-                .content
-                .into_iter()
-                .next()
-                .unwrap_or_else(Node::new_mapping),
-            _ => item,
-        };
+        let mut root = item.into_root();
         for key in clear {
             resource::remove_annotation(&mut root, key);
         }

@@ -428,6 +428,18 @@ impl Node {
         }
     }
 
+    /// [`Node::root`] by value (the document's comments are dropped).
+    pub fn into_root(self) -> Node {
+        match self.kind {
+            NodeKind::Document if !self.content.is_empty() => self
+                .content
+                .into_iter()
+                .next()
+                .unwrap_or_else(Node::new_mapping),
+            _ => self,
+        }
+    }
+
     /// Mutable form of [`Node::root`].
     pub fn root_mut(&mut self) -> &mut Node {
         if self.kind == NodeKind::Document && !self.content.is_empty() {
