@@ -16,11 +16,11 @@ pub mod results;
 pub mod select;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-
-use rayon::prelude::*;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
 
 use crate::krm::resource::{self, clean_path};
 use crate::pkg::kptfile::{self, Function, Kptfile, KptfileError};
