@@ -122,7 +122,8 @@ impl Watch {
     }
 
     /// Calls `rebuild` with the changed paths once they have been quiet for
-    /// `debounce`, until Ctrl-C.
+    /// `debounce`, until Ctrl-C; with no paths after the watcher lost
+    /// events or failed.
     fn run(
         &self,
         debounce: Duration,
@@ -131,10 +132,20 @@ impl Watch {
     ) {
         let mut pending: Option<Instant> = None;
         let mut changed = BTreeSet::new();
+        // The watcher lost events (or failed): the paths say too little.
+        let mut rescan = false;
         while !self.stop.load(Ordering::SeqCst) {
             match self.events.recv_timeout(Duration::from_millis(50)) {
+                Ok(Ok(event)) if event.need_rescan() => {
+                    rescan = true;
+                    pending = Some(Instant::now());
+                }
                 Ok(Ok(event)) if relevant(&event) => {
-                    changed.extend(event.paths);
+                    changed.extend(event.paths.into_iter().filter(|path| watched(path)));
+                    pending = Some(Instant::now());
+                }
+                Ok(Err(_)) => {
+                    rescan = true;
                     pending = Some(Instant::now());
                 }
                 Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -144,7 +155,12 @@ impl Watch {
                 && since.elapsed() >= debounce
             {
                 pending = None;
-                rebuild(std::mem::take(&mut changed), err);
+                let mut report = std::mem::take(&mut changed);
+                if std::mem::take(&mut rescan) {
+                    // No paths: the package session refreshes everything.
+                    report.clear();
+                }
+                rebuild(report, err);
             }
         }
         let _ = writeln!(err, "[watch] stopped");
@@ -208,11 +224,15 @@ fn relevant(event: &notify::Event) -> bool {
     if matches!(event.kind, EventKind::Access(_)) {
         return false;
     }
-    event.paths.iter().any(|path| {
-        !path.components().any(|component| {
-            let name = component.as_os_str().to_string_lossy();
-            name == ".git" || name.starts_with(".krender-")
-        })
+    event.paths.iter().any(|path| watched(path))
+}
+
+/// Whether a changed path can matter: not version control, not krender's
+/// own staging, journal and lock files.
+fn watched(path: &Path) -> bool {
+    !path.components().any(|component| {
+        let name = component.as_os_str().to_string_lossy();
+        name == ".git" || name.starts_with(".krender-")
     })
 }
 
@@ -285,5 +305,24 @@ impl Rebuild<'_> {
             packages,
             self.cached.map_or(0, Caches::hits) - hits_before,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::watched;
+    use std::path::Path;
+
+    #[test]
+    fn own_staging_files_and_version_control_are_not_reported() {
+        // A commit renames staged files into place: the event names both
+        // the staging path and the target; only the target is a change.
+        assert!(watched(Path::new("/work/pkg/deployment.yaml")));
+        assert!(watched(Path::new("/work/pkg/sub/.krmignore")));
+        assert!(!watched(Path::new(
+            "/work/pkg/.krender-stage-42/deployment.yaml"
+        )));
+        assert!(!watched(Path::new("/work/pkg/.krender-journal")));
+        assert!(!watched(Path::new("/work/pkg/.git/index")));
     }
 }
