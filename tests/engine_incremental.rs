@@ -53,6 +53,16 @@ fn write_tree(root: &Path) {
     }
 }
 
+/// [`write_tree`] with a root that renders breadth-first.
+fn write_bfs_tree(root: &Path) {
+    write_tree(root);
+    let bfs_kptfile = kptfile("root", "in-root").replace(
+        "  name: root\n",
+        "  name: root\n  annotations:\n    kpt.dev/bfs-rendering: \"true\"\n",
+    );
+    std::fs::write(root.join("Kptfile"), bfs_kptfile).unwrap();
+}
+
 type Events = Arc<Mutex<Vec<salsa::Id>>>;
 
 /// A session on `root` whose database records which packages'
@@ -213,12 +223,7 @@ fn new_subpackage_is_picked_up() {
 fn bfs_edit_reruns_only_packages_whose_input_changed() {
     let temp = tempfile::tempdir().unwrap();
     let root = temp.path().join("root");
-    write_tree(&root);
-    let bfs_kptfile = kptfile("root", "in-root").replace(
-        "  name: root\n",
-        "  name: root\n  annotations:\n    kpt.dev/bfs-rendering: \"true\"\n",
-    );
-    std::fs::write(root.join("Kptfile"), bfs_kptfile).unwrap();
+    write_bfs_tree(&root);
     let mut warm = session(&root, None);
 
     let (first, first_log) = render(&mut warm, &root);
@@ -324,12 +329,7 @@ fn bfs_level_run_in_parallel_matches_the_sequential_walk_when_an_output_moves_to
     // session's) does.
     let temp = tempfile::tempdir().unwrap();
     let root = temp.path().join("root");
-    write_tree(&root);
-    let bfs_kptfile = kptfile("root", "in-root").replace(
-        "metadata:\n  name: root\n",
-        "metadata:\n  name: root\n  annotations:\n    kpt.dev/bfs-rendering: \"true\"\n",
-    );
-    std::fs::write(root.join("Kptfile"), bfs_kptfile).unwrap();
+    write_bfs_tree(&root);
     std::fs::write(
         root.join("a/Kptfile"),
         "apiVersion: kpt.dev/v1

@@ -66,11 +66,11 @@ struct Entry {
     bytes: Arc<[u8]>,
 }
 
-/// One scan's reads: the previous stamps (if any) and what this scan saw,
+/// One scan's reads: the previous stamps and what this scan saw,
 /// collected from parallel readers.
 #[derive(Debug)]
 pub struct StampedReader<'a> {
-    previous: Option<&'a FileStamps>,
+    previous: &'a FileStamps,
     seen: Mutex<Vec<(PathBuf, Entry)>>,
 }
 
@@ -78,7 +78,7 @@ impl FileStamps {
     /// A reader for a new scan that trusts this scan's stamps.
     pub fn reader(&self) -> StampedReader<'_> {
         StampedReader {
-            previous: Some(self),
+            previous: self,
             seen: Mutex::default(),
         }
     }
@@ -102,15 +102,7 @@ pub struct Seen {
 }
 
 impl StampedReader<'_> {
-    /// A reader with no previous scan: every file is read.
-    pub fn fresh() -> StampedReader<'static> {
-        StampedReader {
-            previous: None,
-            seen: Mutex::default(),
-        }
-    }
-
-    /// What this scan read, for [`FileStamps::update`].
+    /// What this scan read, for [`FileStamps::replace`] or [`FileStamps::merge`].
     pub fn into_seen(self) -> Seen {
         Seen {
             files: self.seen.into_inner().unwrap_or_default(),
@@ -141,7 +133,7 @@ impl StampedReader<'_> {
     }
 
     fn trusted(&self, path: &Path, stamp: &Stamp) -> Option<Arc<[u8]>> {
-        let old = self.previous?.files.get(path)?;
+        let old = self.previous.files.get(path)?;
         if old.stamp != *stamp {
             return None;
         }
@@ -205,12 +197,9 @@ mod tests {
     }
 
     #[test]
-    fn a_fresh_reader_reads_and_a_missing_file_is_an_error() {
+    fn a_missing_file_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.yaml");
-        std::fs::write(&path, "x").unwrap();
-        let reader = StampedReader::fresh();
-        assert_eq!(&*reader.read(&path).unwrap(), b"x");
-        assert!(reader.read(&dir.path().join("missing")).is_err());
+        let stamps = FileStamps::default();
+        assert!(stamps.reader().read(&dir.path().join("missing")).is_err());
     }
 }
