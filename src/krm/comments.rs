@@ -149,7 +149,7 @@ impl Walker {
         let mut names: Vec<String> = Vec::new();
         for node in [from, &*to] {
             if node.is_mapping() {
-                names.extend(node.pairs().map(|(key, _)| key.value.clone()));
+                names.extend(node.pairs().map(|(key, _)| key.value.as_str().to_owned()));
             }
         }
         names.sort();
@@ -229,8 +229,8 @@ impl Walker {
                 ListKey::Field(field) => item
                     .get(field)
                     .filter(|v| v.is_scalar())
-                    .map(|v| v.value.clone()),
-                ListKey::Scalar => item.is_scalar().then(|| item.value.clone()),
+                    .map(|v| v.value.as_str().to_owned()),
+                ListKey::Scalar => item.is_scalar().then(|| item.value.as_str().to_owned()),
             }
         };
         let mut values: Vec<String> = Vec::new();

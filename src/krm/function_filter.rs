@@ -911,7 +911,9 @@ fn internal_annotations(node: &Node) -> Snapshot {
             || name == resource::LEGACY_INDEX
             || name == resource::LEGACY_ID;
         if wanted && value.is_scalar() && !found.contains_key(name) {
-            found.0.push((name.to_owned(), value.value.clone()));
+            found
+                .0
+                .push((name.to_owned(), value.value.as_str().to_owned()));
         }
     }
     found

@@ -95,7 +95,7 @@ pub fn set_annotation(resource: &mut Node, key: &str, value: &str, new_style: St
     if let Some(existing) = annotations.get_mut(key)
         && existing.is_scalar()
     {
-        existing.value = value.to_owned();
+        existing.value = value.into();
         existing.tag = Cow::Borrowed(crate::yaml::node::tag::STR);
         return;
     }

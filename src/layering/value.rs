@@ -325,7 +325,10 @@ impl Value {
                 Some(root) => Value::from_node_with(root, anchors),
                 None => Value::Null,
             },
-            NodeKind::Alias => anchors.get(&node.value).cloned().unwrap_or(Value::Null),
+            NodeKind::Alias => anchors
+                .get(node.value.as_str())
+                .cloned()
+                .unwrap_or(Value::Null),
             NodeKind::Scalar => Value::from_scalar(scalar_tag(node), &node.value),
             NodeKind::Sequence => Value::Seq(
                 node.content
@@ -343,11 +346,11 @@ impl Value {
                         NodeKind::Scalar => {
                             let key_tag = scalar_tag(key_node);
                             if key_tag == tag::STR {
-                                Key::Str(key_node.value.clone())
+                                Key::Str(key_node.value.as_str().to_owned())
                             } else {
                                 Key::Scalar {
                                     tag: key_tag.to_owned(),
-                                    text: key_node.value.clone(),
+                                    text: key_node.value.as_str().to_owned(),
                                 }
                             }
                         }

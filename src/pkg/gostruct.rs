@@ -204,7 +204,7 @@ fn decode_value(node: &Node, ty: &'static GoType, errors: &mut UnmarshalErrors) 
     match ty {
         GoType::Str(name) => {
             if node.kind == NodeKind::Scalar {
-                Some(GoValue::Str(node.value.clone()))
+                Some(GoValue::Str(node.value.as_str().to_owned()))
             } else {
                 type_error(node, name, errors);
                 None
@@ -233,23 +233,23 @@ fn decode_value(node: &Node, ty: &'static GoType, errors: &mut UnmarshalErrors) 
             let mut map = BTreeMap::new();
             let mut seen: BTreeMap<String, usize> = BTreeMap::new();
             for (key, value) in node.pairs() {
-                if let Some(first_line) = seen.get(&key.value) {
+                if let Some(first_line) = seen.get(key.value.as_str()) {
                     errors.errors.push(format!(
                         "line {}: mapping key {:?} already defined at line {first_line}",
                         key.line, key.value
                     ));
                     continue;
                 }
-                seen.insert(key.value.clone(), key.line as usize);
+                seen.insert(key.value.as_str().to_owned(), key.line as usize);
                 let text = if is_null(value) {
                     String::new()
                 } else if value.kind == NodeKind::Scalar {
-                    value.value.clone()
+                    value.value.as_str().to_owned()
                 } else {
                     type_error(value, "string", errors);
                     continue;
                 };
-                map.insert(key.value.clone(), text);
+                map.insert(key.value.as_str().to_owned(), text);
             }
             Some(GoValue::Map(Some(map)))
         }
@@ -313,14 +313,14 @@ fn decode_struct(
     let mut value = StructValue::default();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for (key, field_node) in node.pairs() {
-        if let Some(first_line) = seen.get(&key.value) {
+        if let Some(first_line) = seen.get(key.value.as_str()) {
             errors.errors.push(format!(
                 "line {}: mapping key {:?} already defined at line {first_line}",
                 key.line, key.value
             ));
             continue;
         }
-        seen.insert(key.value.clone(), key.line as usize);
+        seen.insert(key.value.as_str().to_owned(), key.line as usize);
         let Some(chain) = find_field(s, &key.value) else {
             if !errors.strict {
                 continue;

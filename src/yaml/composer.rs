@@ -197,7 +197,7 @@ impl<'a> Composer<'a> {
             ));
         }
         let mut node = new_node(NodeKind::Alias, "", &mut event);
-        node.value = event.anchor;
+        node.value = event.anchor.into();
         Ok(node)
     }
 
@@ -219,7 +219,7 @@ impl<'a> Composer<'a> {
         };
         let mut node = new_node(NodeKind::Scalar, default_tag, &mut event);
         node.style.insert(style);
-        node.value = std::mem::take(&mut event.value);
+        node.value = std::mem::take(&mut event.value).into();
         self.anchor(&mut node, event.anchor);
         Ok(node)
     }
@@ -325,7 +325,7 @@ fn new_node(kind: NodeKind, default_tag: &str, event: &mut Event) -> Node {
         kind,
         style,
         tag,
-        value: String::new(),
+        value: crate::yaml::node::CompactString::const_new(""),
         anchor: Text::new(),
         content: Vec::new(),
         head_comment: std::mem::take(&mut event.head_comment).into(),

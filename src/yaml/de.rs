@@ -448,7 +448,10 @@ impl<'a, 'de> NodeDeserializer<'a, 'de> {
                 .anchors
                 .get(&(node as *const Node))
                 .ok_or_else(|| {
-                    DecodeError::at(DecodeErrorKind::UnknownAnchor(node.value.clone()), node)
+                    DecodeError::at(
+                        DecodeErrorKind::UnknownAnchor(node.value.as_str().to_owned()),
+                        node,
+                    )
                 })?;
             let cost = count_nodes(node);
             let left = self.ctx.budget.get();
@@ -481,7 +484,7 @@ impl<'a, 'de> NodeDeserializer<'a, 'de> {
         } else {
             normalize_tag(&node.tag)
         };
-        let value = (node.kind == NodeKind::Scalar).then(|| node.value.clone());
+        let value = (node.kind == NodeKind::Scalar).then(|| node.value.as_str().to_owned());
         DecodeError::at(
             DecodeErrorKind::TypeMismatch {
                 found_tag,
@@ -598,7 +601,7 @@ impl<'a, 'de> NodeDeserializer<'a, 'de> {
                 {
                     return Err(DecodeError::at(
                         DecodeErrorKind::DuplicateKey {
-                            key: dup.value.clone(),
+                            key: dup.value.as_str().to_owned(),
                             first_line: first.line as usize,
                         },
                         dup,
@@ -702,7 +705,7 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'_, 'de> {
             }
             NodeKind::Document => self.child(node.root()).deserialize_any(visitor),
             NodeKind::Alias => Err(DecodeError::at(
-                DecodeErrorKind::UnknownAnchor(node.value.clone()),
+                DecodeErrorKind::UnknownAnchor(node.value.as_str().to_owned()),
                 node,
             )),
         }

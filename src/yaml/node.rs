@@ -12,6 +12,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+pub use compact_str::CompactString;
+
 /// What sort of node this is (go-yaml `Kind`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodeKind {
@@ -304,7 +306,9 @@ pub struct Node {
     /// drop without touching the allocator for their tag.
     pub tag: Cow<'static, str>,
     /// Scalar text with escapes resolved; the anchor name for an alias.
-    pub value: String,
+    /// Inline up to 24 bytes: most keys and values are short, so most
+    /// scalars cost no allocation of their own (and clone by copy).
+    pub value: CompactString,
     /// Anchor name (`&name`) without the `&`, or empty.
     pub anchor: Text,
     /// Children: document root, sequence items, or alternating map keys and values.
@@ -330,7 +334,7 @@ impl Node {
             kind,
             style: Style::PLAIN,
             tag: tag::intern(tag),
-            value: String::new(),
+            value: CompactString::const_new(""),
             anchor: Text::new(),
             content: Vec::new(),
             head_comment: Text::new(),
@@ -362,14 +366,14 @@ impl Node {
     /// A `!!str` scalar with no style: the encoder quotes it if its text
     /// would otherwise read back as another type (go-yaml's rule for a
     /// `Node{Kind: ScalarNode, Tag: "!!str"}`), as kyaml's `NewStringRNode` does.
-    pub fn new_string(value: impl Into<String>) -> Node {
+    pub fn new_string(value: impl Into<CompactString>) -> Node {
         let mut node = Node::empty(NodeKind::Scalar, tag::STR);
         node.value = value.into();
         node
     }
 
     /// A scalar with the given tag and no style.
-    pub fn new_scalar(tag: &str, value: impl Into<String>) -> Node {
+    pub fn new_scalar(tag: &str, value: impl Into<CompactString>) -> Node {
         let mut node = Node::empty(NodeKind::Scalar, tag);
         node.value = value.into();
         node
@@ -377,7 +381,7 @@ impl Node {
 
     /// A scalar with an empty tag: the encoder treats it as untyped text and
     /// writes it plain where the emitter allows (go-yaml `Node{Kind: ScalarNode}`).
-    pub fn new_untagged_scalar(value: impl Into<String>) -> Node {
+    pub fn new_untagged_scalar(value: impl Into<CompactString>) -> Node {
         Node::new_scalar("", value)
     }
 

@@ -196,7 +196,7 @@ fn apply(items: &mut [Node], replacement: &Node) -> Result<(), String> {
                             value.value
                         )
                     })?;
-                value.value = (*piece).to_owned();
+                value.value = (*piece).into();
             }
             value
         }
@@ -221,7 +221,7 @@ fn apply(items: &mut [Node], replacement: &Node) -> Result<(), String> {
             Some(paths) if paths.is_sequence() => paths
                 .content
                 .iter()
-                .map(|path| path.value.clone())
+                .map(|path| path.value.as_str().to_owned())
                 .collect(),
             _ => vec!["metadata.name".to_owned()],
         };
@@ -410,13 +410,13 @@ fn set_value(target: &mut Node, value: &Node, delimiter: Option<&str>, index: i6
         Some(delimiter) => {
             let mut parts: Vec<String> = target.value.split(delimiter).map(str::to_owned).collect();
             if index < 0 {
-                parts.insert(0, value.value.clone());
+                parts.insert(0, value.value.as_str().to_owned());
             } else if let Some(part) = usize::try_from(index).ok().and_then(|i| parts.get_mut(i)) {
-                *part = value.value.clone();
+                *part = value.value.as_str().to_owned();
             } else {
-                parts.push(value.value.clone());
+                parts.push(value.value.as_str().to_owned());
             }
-            target.value = parts.join(delimiter);
+            target.value = parts.join(delimiter).into();
         }
     }
 }

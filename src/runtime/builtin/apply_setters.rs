@@ -21,7 +21,12 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
         .map(|data| {
             data.pairs()
                 .filter(|(_, value)| value.is_scalar())
-                .map(|(key, value)| (key.value.clone(), value.value.clone()))
+                .map(|(key, value)| {
+                    (
+                        key.value.as_str().to_owned(),
+                        value.value.as_str().to_owned(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -155,7 +160,7 @@ fn set_scalar(
             ));
         }
     }
-    node.value = value.clone();
+    node.value = value.as_str().into();
     node.tag = Cow::Borrowed("");
     if value.is_empty() {
         node.style = Style::DOUBLE_QUOTED;

@@ -77,7 +77,10 @@ impl Instance {
             NodeKind::Mapping => Instance::Object(
                 node.pairs()
                     .map(|(key, value)| {
-                        (key.value.clone(), Instance::from_node_at(value, depth + 1))
+                        (
+                            key.value.as_str().to_owned(),
+                            Instance::from_node_at(value, depth + 1),
+                        )
                     })
                     .collect(),
             ),

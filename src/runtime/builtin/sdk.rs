@@ -342,16 +342,58 @@ impl Outcome {
 /// SDK does before writing its output. Go's sort is not stable; ties are
 /// rare (identical identities) and keep their input order here.
 pub(crate) fn sort_items(items: &mut [Node]) {
-    items.sort_by_cached_key(|item| {
-        let field = |path: &[&str]| item.get_str(path).unwrap_or_default().to_owned();
-        format!(
-            "{} {} {} {}",
-            field(&["apiVersion"]),
-            field(&["kind"]),
-            field(&["metadata", "namespace"]),
-            field(&["metadata", "name"]),
-        )
-    });
+    // Compare the joined keys byte by byte without building them: the same
+    // order as the Go SDK's string keys, with no allocation per item.
+    let order = {
+        let keys: Vec<[&str; 4]> = items
+            .iter()
+            .map(|item| {
+                let field = |path: &[&str]| item.get_str(path).unwrap_or_default();
+                [
+                    field(&["apiVersion"]),
+                    field(&["kind"]),
+                    field(&["metadata", "namespace"]),
+                    field(&["metadata", "name"]),
+                ]
+            })
+            .collect();
+        if keys.is_sorted_by(|a, b| joined(a).cmp(joined(b)).is_le()) {
+            return;
+        }
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        // Stable, as the cached-key sort it replaces.
+        order.sort_by(|&a, &b| joined(&keys[a]).cmp(joined(&keys[b])));
+        order
+    };
+    permute(items, order);
+}
+
+/// The bytes of `"<apiVersion> <kind> <namespace> <name>"` for a sort key.
+fn joined<'a>(key: &[&'a str; 4]) -> impl Iterator<Item = u8> + 'a {
+    let [a, b, c, d] = *key;
+    let space = || std::iter::once(b' ');
+    a.bytes()
+        .chain(space())
+        .chain(b.bytes())
+        .chain(space())
+        .chain(c.bytes())
+        .chain(space())
+        .chain(d.bytes())
+}
+
+/// Rearranges `items` so that position `i` holds what was at `order[i]`
+/// (`order` is a permutation), by swapping along its cycles.
+fn permute(items: &mut [Node], mut order: Vec<usize>) {
+    for start in 0..order.len() {
+        let mut current = start;
+        while order[current] != start {
+            let next = order[current];
+            items.swap(current, next);
+            order[current] = current;
+            current = next;
+        }
+        order[current] = current;
+    }
 }
 
 /// The value of annotation `key` of an item, if it is a scalar.
@@ -449,6 +491,57 @@ mod tests {
     fn go_quote_escapes_like_go() {
         assert_eq!(go_quote("staging"), "\"staging\"");
         assert_eq!(go_quote("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\x01\"");
+    }
+
+    #[test]
+    fn items_sort_as_the_joined_string_keys_do() {
+        // Fields with spaces, control bytes, prefixes and ties: the order must
+        // be that of the Go SDK's "<apiVersion> <kind> <namespace> <name>"
+        // strings, stable among equal keys.
+        let fields = ["", "a", "a b", "a\tb", "ab", "b", "v1", "v1beta1"];
+        let mut items = Vec::new();
+        let mut seed = 7u32;
+        for serial in 0..300 {
+            let mut pick = || {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                fields[(seed >> 16) as usize % fields.len()]
+            };
+            let mut item = Node::new_mapping();
+            item.set("apiVersion", Node::new_string(pick()));
+            item.set("kind", Node::new_string(pick()));
+            let mut metadata = Node::new_mapping();
+            metadata.set("namespace", Node::new_string(pick()));
+            metadata.set("name", Node::new_string(pick()));
+            metadata.set("serial", Node::new_string(serial.to_string()));
+            item.set("metadata", metadata);
+            items.push(item);
+        }
+        let mut expected = items.clone();
+        expected.sort_by_cached_key(|item| {
+            let field = |path: &[&str]| item.get_str(path).unwrap_or_default().to_owned();
+            format!(
+                "{} {} {} {}",
+                field(&["apiVersion"]),
+                field(&["kind"]),
+                field(&["metadata", "namespace"]),
+                field(&["metadata", "name"]),
+            )
+        });
+        sort_items(&mut items);
+        let serials = |items: &[Node]| -> Vec<String> {
+            items
+                .iter()
+                .map(|item| {
+                    item.get_str(&["metadata", "serial"])
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect()
+        };
+        assert_eq!(serials(&items), serials(&expected));
+        // Sorted input stays as it is.
+        sort_items(&mut items);
+        assert_eq!(serials(&items), serials(&expected));
     }
 
     #[test]

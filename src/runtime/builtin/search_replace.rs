@@ -124,7 +124,10 @@ impl Config {
                         go_quote(&key.value)
                     ));
                 }
-                values.insert(key.value.clone(), value.value.clone());
+                values.insert(
+                    key.value.as_str().to_owned(),
+                    value.value.as_str().to_owned(),
+                );
             }
         }
         let get = |key: &str| values.get(key).cloned();
@@ -266,7 +269,7 @@ fn walk(node: &mut Node, config: &Config, path: &mut String, matches: &mut Vec<(
                     Some(regex) => expand_captures(regex, &node.value, put),
                     None => put.clone(),
                 };
-                node.value = new_value;
+                node.value = new_value.into();
                 node.tag = Cow::Borrowed("");
             }
             let rendered = to_string(node, SeqIndent::Compact).trim().to_owned();
@@ -319,7 +322,7 @@ fn put_path(node: &mut Node, segments: &[&str], value: &str) {
     }
     match current.get_mut(last) {
         Some(existing) if existing.is_scalar() => {
-            existing.value = value.to_owned();
+            existing.value = value.into();
             existing.tag = Cow::Borrowed("");
         }
         Some(existing) => *existing = Node::new_untagged_scalar(value),

@@ -159,7 +159,12 @@ impl Config {
             node.map(|node| {
                 node.pairs()
                     .filter(|(_, value)| value.is_scalar())
-                    .map(|(key, value)| (key.value.clone(), value.value.clone()))
+                    .map(|(key, value)| {
+                        (
+                            key.value.as_str().to_owned(),
+                            value.value.as_str().to_owned(),
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default()
@@ -259,7 +264,7 @@ fn set_entry(map: &mut Node, key: &str, value: &str) {
     if let Some(existing) = map.get_mut(key)
         && existing.is_scalar()
     {
-        existing.value = value.to_owned();
+        existing.value = value.into();
         existing.tag = Cow::Borrowed(tag::STR);
         return;
     }

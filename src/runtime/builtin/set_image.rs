@@ -85,7 +85,7 @@ impl Image {
         let is_config_map = kind == "ConfigMap";
         if let Some(source) = source {
             for (key, value) in source.pairs() {
-                let text = value.value.clone();
+                let text = value.value.as_str().to_owned();
                 match key.value.as_str() {
                     "name" => image.name = text,
                     "newName" => image.new_name = text,

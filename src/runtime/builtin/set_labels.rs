@@ -83,7 +83,12 @@ fn string_map(node: Option<&Node>) -> BTreeMap<String, String> {
     node.map(|node| {
         node.pairs()
             .filter(|(_, value)| value.is_scalar())
-            .map(|(key, value)| (key.value.clone(), value.value.clone()))
+            .map(|(key, value)| {
+                (
+                    key.value.as_str().to_owned(),
+                    value.value.as_str().to_owned(),
+                )
+            })
             .collect()
     })
     .unwrap_or_default()

@@ -367,9 +367,13 @@ fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failu
         upstreams.push(upstream(item).map_err(Failure::Abort)?);
     }
 
-    // Step 1: identities before any change, for depends-on.
+    // Step 1: identities before any change, for depends-on (only read when
+    // some item has a depends-on annotation).
     let mut identities = BTreeSet::new();
-    for &i in &work {
+    let any_depends_on = work
+        .iter()
+        .any(|&i| sdk::annotation(&items[i], DEPENDS_ON).is_some());
+    for &i in work.iter().filter(|_| any_depends_on) {
         let item = &items[i];
         if scopes[i] == Scope::Unknown {
             continue;
@@ -428,8 +432,8 @@ fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failu
         if scopes[i] != Scope::Cluster {
             continue;
         }
-        let label = short_string(&items[i]);
-        let label = || label.clone();
+        // The label is only written into a result when an origin matches.
+        let label = || short_string(&items[i]);
         let api_version = items[i]
             .get_str(&["apiVersion"])
             .unwrap_or_default()
@@ -447,7 +451,8 @@ fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failu
             ],
             ("apiregistration.k8s.io/v1", "APIService") => &["spec", "service", "namespace"],
             (_, "ClusterRoleBinding" | "RoleBinding") => {
-                visit_subjects(&mut items[i], &mut changes, &label);
+                let text = label();
+                visit_subjects(&mut items[i], &mut changes, &|| text.clone());
                 continue;
             }
             _ => continue,
@@ -471,8 +476,7 @@ fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failu
         if scopes[i] != Scope::Namespaced {
             continue;
         }
-        let label = short_string(&items[i]);
-        let label = || label.clone();
+        let label = || short_string(&items[i]);
         let current = items[i]
             .get_str(&["metadata", "namespace"])
             .unwrap_or_default()
@@ -564,7 +568,7 @@ fn visit_subjects(item: &mut Node, changes: &mut Changes<'_>, label: &dyn Fn() -
             continue;
         };
         let current = if slot.is_scalar() {
-            slot.value.clone()
+            slot.value.as_str().to_owned()
         } else {
             String::new()
         };

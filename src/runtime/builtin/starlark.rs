@@ -359,7 +359,7 @@ fn node_to_value<'v>(
                 .collect();
             heap.alloc(AllocList(items))
         }
-        NodeKind::Alias => match anchors.get(&node.value).cloned() {
+        NodeKind::Alias => match anchors.get(node.value.as_str()).cloned() {
             Some(target) => node_to_value(&target, heap, anchors),
             None => Value::new_none(),
         },
