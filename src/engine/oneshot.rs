@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -118,22 +118,29 @@ fn run_levels(
             });
         }
     });
-    let subpackages = scanned
+    // Every package is the child of one parent at most, so each Kptfile
+    // moves into its parent's list instead of being copied.
+    let (paths, mut kptfiles): (Vec<PathBuf>, Vec<Option<Kptfile>>) = scanned
+        .into_iter()
+        .map(|pkg| (pkg.path, Some(pkg.kptfile)))
+        .unzip();
+    let subpackages = paths
         .iter()
         .zip(&children)
-        .map(|(pkg, children)| {
+        .map(|(path, children)| {
             let known = children
                 .iter()
-                .filter_map(|&child| scanned.get(child))
-                .map(|child| (child.path.clone(), child.kptfile.clone()))
+                .filter_map(|&child| {
+                    Some((paths.get(child)?.clone(), kptfiles.get_mut(child)?.take()?))
+                })
                 .collect();
-            (pkg.path.clone(), known)
+            (path.clone(), known)
         })
         .collect();
-    let runs = scanned
-        .iter()
+    let runs = paths
+        .into_iter()
         .zip(slots)
-        .filter_map(|(pkg, slot)| Some((pkg.path.clone(), slot.into_inner().ok()??)))
+        .filter_map(|(path, slot)| Some((path, slot.into_inner().ok()??)))
         .collect();
     Precomputed { runs, subpackages }
 }

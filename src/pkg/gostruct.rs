@@ -108,7 +108,54 @@ pub(crate) enum GoValue {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct StructValue {
     /// Field values by schema index.
-    pub(crate) fields: BTreeMap<usize, GoValue>,
+    pub(crate) fields: FieldMap,
+}
+
+/// Field values ordered by schema index. A struct sets a handful of fields,
+/// so a sorted vector: a B-tree node is ~450 bytes however few it holds, and
+/// every package's Kptfile is held (and copied) for the whole render.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FieldMap(Vec<(usize, GoValue)>);
+
+impl FieldMap {
+    fn position(&self, index: usize) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&index, |(at, _)| *at)
+    }
+
+    /// The value of field `index`.
+    pub(crate) fn get(&self, index: &usize) -> Option<&GoValue> {
+        let at = self.position(*index).ok()?;
+        self.0.get(at).map(|(_, value)| value)
+    }
+
+    /// Sets field `index`, replacing its value.
+    pub(crate) fn insert(&mut self, index: usize, value: GoValue) {
+        match self.position(index) {
+            Ok(at) => self.0[at].1 = value,
+            Err(at) => self.0.insert(at, (index, value)),
+        }
+    }
+
+    /// The value of field `index`, set by `make` first when absent.
+    pub(crate) fn get_or_insert_with(
+        &mut self,
+        index: usize,
+        make: impl FnOnce() -> GoValue,
+    ) -> &mut GoValue {
+        let at = match self.position(index) {
+            Ok(at) => at,
+            Err(at) => {
+                self.0.insert(at, (index, make()));
+                at
+            }
+        };
+        &mut self.0[at].1
+    }
+
+    /// The set fields in index order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&usize, &GoValue)> {
+        self.0.iter().map(|(index, value)| (index, value))
+    }
 }
 
 /// go-yaml's `yaml: unmarshal errors:` list.
@@ -377,8 +424,7 @@ fn insert_chain(value: &mut StructValue, s: &'static GoStruct, chain: &[usize], 
     };
     let entry = value
         .fields
-        .entry(first)
-        .or_insert_with(|| GoValue::Struct(Some(StructValue::default())));
+        .get_or_insert_with(first, || GoValue::Struct(Some(StructValue::default())));
     if let GoValue::Struct(Some(inner_value)) = entry {
         insert_chain(inner_value, inner, rest, decoded);
     }
