@@ -357,11 +357,8 @@ pub(crate) fn sort_items(items: &mut [Node]) {
                 ]
             })
             .collect();
-        if keys.is_sorted_by(|a, b| joined(a).cmp(joined(b)).is_le()) {
-            return;
-        }
         let mut order: Vec<usize> = (0..items.len()).collect();
-        // Stable, as the cached-key sort it replaces.
+        // Stable, as the cached-key sort it replaces (and linear on sorted input).
         order.sort_by(|&a, &b| joined(&keys[a]).cmp(joined(&keys[b])));
         order
     };

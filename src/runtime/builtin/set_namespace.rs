@@ -373,7 +373,8 @@ fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failu
     let any_depends_on = work
         .iter()
         .any(|&i| sdk::annotation(&items[i], DEPENDS_ON).is_some());
-    for &i in work.iter().filter(|_| any_depends_on) {
+    let identified: &[usize] = if any_depends_on { &work } else { &[] };
+    for &i in identified {
         let item = &items[i];
         if scopes[i] == Scope::Unknown {
             continue;
