@@ -195,6 +195,16 @@ fn cache_stats_and_clear() {
     assert_eq!(stats.status.code(), Some(0));
     let text = String::from_utf8(stats.stdout).unwrap();
     assert!(text.contains("entries: 3\n"), "{text}");
+    // The size is the stored values' (cacache's own `write_sync` indexes 0).
+    let stored: usize = cacache::index::ls(&cache)
+        .map(|entry| {
+            cacache::read_sync(&cache, entry.unwrap().key)
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert!(stored > 0);
+    assert!(text.contains(&format!("bytes: {stored}\n")), "{text}");
     // Nothing is 30 days old; everything is older than 0 days. Three
     // function results and the stdout render's manifest.
     let prune = |days: &str| {

@@ -323,7 +323,7 @@ impl<E: Evaluator> CachingEvaluator<E> {
     }
 
     fn store(&self, key: &str, response: &FunctionResponse) {
-        match cacache::write_sync(&self.dir, key, encode(response)) {
+        match write_entry(&self.dir, key, &encode(response)) {
             Ok(_) => CacheStats::bump(&self.stats.writes),
             Err(error) => {
                 CacheStats::bump(&self.stats.errors);
@@ -445,6 +445,20 @@ pub enum CacheError {
         #[source]
         source: cacache::Error,
     },
+}
+
+/// Writes `bytes` under `key` in the cacache store `dir`, recording their
+/// size in the index (`cacache::write_sync` records 0, so `cache stats`
+/// reported 0 bytes); the write also fails if fewer bytes land.
+pub(crate) fn write_entry(dir: &Path, key: &str, bytes: &[u8]) -> cacache::Result<()> {
+    use std::io::Write as _;
+    let mut writer = cacache::WriteOpts::new()
+        .size(bytes.len())
+        .open_sync(dir, key)?;
+    writer
+        .write_all(bytes)
+        .map_err(|source| cacache::Error::IoError(source, format!("writing cache entry {key}")))?;
+    writer.commit().map(drop)
 }
 
 /// Counts the entries in `dir` (an absent directory is empty).

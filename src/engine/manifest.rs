@@ -188,7 +188,7 @@ pub fn store(dir: &Path, key: &str, manifest: &Manifest) {
     let Some(bytes) = manifest.encode() else {
         return;
     };
-    if let Err(error) = cacache::write_sync(dir, key, bytes) {
+    if let Err(error) = super::cache::write_entry(dir, key, &bytes) {
         tracing::debug!(target: "krender::manifest", %error, "manifest write failed");
     }
 }
