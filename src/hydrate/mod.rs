@@ -15,7 +15,7 @@ pub mod printer;
 pub mod results;
 pub mod select;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -1337,7 +1337,10 @@ fn enforce_path_invariants(resources: &[Node]) -> Result<(), String> {
     } else {
         resources.iter().map(key).collect()
     };
-    let mut seen: HashSet<(&str, &str, &str)> = HashSet::with_capacity(keys.len());
+    // Fx, not SipHash: the keys are the user's own paths, and a DFS root
+    // hashes every resource of the tree in each step.
+    let mut seen: rustc_hash::FxHashSet<(&str, &str, &str)> =
+        rustc_hash::FxHashSet::with_capacity_and_hasher(keys.len(), Default::default());
     for (pkg, cleaned, index, path) in &keys {
         if cleaned.starts_with("../") || cleaned == ".." {
             return Err(format!(

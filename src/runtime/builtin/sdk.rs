@@ -342,40 +342,66 @@ impl Outcome {
 /// SDK does before writing its output. Go's sort is not stable; ties are
 /// rare (identical identities) and keep their input order here.
 pub(crate) fn sort_items(items: &mut [Node]) {
-    // Compare the joined keys byte by byte without building them: the same
-    // order as the Go SDK's string keys, with no allocation per item.
+    // The joined keys live in one buffer and compare as byte slices: the
+    // Go SDK's string order, without an allocation per item, and a
+    // memcmp per comparison (a DFS root sorts the whole tree's resources).
     let order = {
-        let keys: Vec<[&str; 4]> = items
-            .iter()
-            .map(|item| {
-                let field = |path: &[&str]| item.get_str(path).unwrap_or_default();
-                [
-                    field(&["apiVersion"]),
-                    field(&["kind"]),
-                    field(&["metadata", "namespace"]),
-                    field(&["metadata", "name"]),
-                ]
-            })
-            .collect();
+        let mut buffer = String::new();
+        let mut ends = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            let (api_version, kind, namespace, name) = identity(item);
+            for (i, part) in [api_version, kind, namespace, name].into_iter().enumerate() {
+                if i > 0 {
+                    buffer.push(' ');
+                }
+                buffer.push_str(part);
+            }
+            ends.push(buffer.len());
+        }
+        let key = |i: usize| {
+            let start = if i == 0 { 0 } else { ends[i - 1] };
+            &buffer.as_bytes()[start..ends[i]]
+        };
         let mut order: Vec<usize> = (0..items.len()).collect();
         // Stable, as the cached-key sort it replaces (and linear on sorted input).
-        order.sort_by(|&a, &b| joined(&keys[a]).cmp(joined(&keys[b])));
+        order.sort_by(|&a, &b| key(a).cmp(key(b)));
         order
     };
     permute(items, order);
 }
 
-/// The bytes of `"<apiVersion> <kind> <namespace> <name>"` for a sort key.
-fn joined<'a>(key: &[&'a str; 4]) -> impl Iterator<Item = u8> + 'a {
-    let [a, b, c, d] = *key;
-    let space = || std::iter::once(b' ');
-    a.bytes()
-        .chain(space())
-        .chain(b.bytes())
-        .chain(space())
-        .chain(c.bytes())
-        .chain(space())
-        .chain(d.bytes())
+/// An item's apiVersion, kind, namespace and name (empty when missing or
+/// not a string), read in one pass over its keys.
+fn identity(item: &Node) -> (&str, &str, &str, &str) {
+    fn text(node: Option<&Node>) -> &str {
+        match node {
+            Some(node) if node.is_scalar() => node.value.as_str(),
+            _ => "",
+        }
+    }
+    let (mut api_version, mut kind, mut metadata) = (None, None, None);
+    if !item.is_mapping() {
+        return ("", "", "", "");
+    }
+    for pair in item.content.chunks_exact(2) {
+        match pair[0].value.as_str() {
+            "apiVersion" if api_version.is_none() => api_version = Some(&pair[1]),
+            "kind" if kind.is_none() => kind = Some(&pair[1]),
+            "metadata" if metadata.is_none() => metadata = Some(&pair[1]),
+            _ => {}
+        }
+    }
+    let (mut namespace, mut name) = (None, None);
+    if let Some(metadata) = metadata.filter(|node| node.is_mapping()) {
+        for pair in metadata.content.chunks_exact(2) {
+            match pair[0].value.as_str() {
+                "namespace" if namespace.is_none() => namespace = Some(&pair[1]),
+                "name" if name.is_none() => name = Some(&pair[1]),
+                _ => {}
+            }
+        }
+    }
+    (text(api_version), text(kind), text(namespace), text(name))
 }
 
 /// Rearranges `items` so that position `i` holds what was at `order[i]`
@@ -492,7 +518,8 @@ mod tests {
 
     #[test]
     fn items_sort_as_the_joined_string_keys_do() {
-        // Fields with spaces, control bytes, prefixes and ties: the order must
+        // Fields with spaces, control bytes, prefixes, ties, repeated keys
+        // and non-string values: the order must
         // be that of the Go SDK's "<apiVersion> <kind> <namespace> <name>"
         // strings, stable among equal keys.
         let fields = ["", "a", "a b", "a\tb", "ab", "b", "v1", "v1beta1"];
@@ -510,7 +537,15 @@ mod tests {
             metadata.set("namespace", Node::new_string(pick()));
             metadata.set("name", Node::new_string(pick()));
             metadata.set("serial", Node::new_string(serial.to_string()));
+            if serial % 11 == 0 {
+                // Not a string: sorts as empty.
+                metadata.set("name", Node::new_mapping());
+            }
             item.set("metadata", metadata);
+            if serial % 7 == 0 {
+                // A repeated key: the first one counts.
+                item.push_pair(Node::new_string("kind"), Node::new_string(pick()));
+            }
             items.push(item);
         }
         let mut expected = items.clone();
