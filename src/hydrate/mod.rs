@@ -1099,23 +1099,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             }
             Err(_) => Vec::new(),
         };
-        let pkg_text = pkg.display().to_string();
-        let claim = |node: &mut Node| {
-            if resource::annotation(node, resource::PACKAGE_PATH).is_none_or(str::is_empty) {
-                resource::set_annotation(node, resource::PACKAGE_PATH, &pkg_text, Style::PLAIN);
-            }
-        };
-        if output.len() >= PARALLEL_FROM {
-            output.par_iter_mut().for_each(claim);
-        } else {
-            output.iter_mut().for_each(claim);
-        }
-        enforce_path_invariants(&output).map_err(CallError::NotRecorded)?;
-        if let Err(message) = check_all_krm(&output) {
-            return Err(CallError::NotRecorded(format!(
-                "output resource list must contain only KRM resources: {message}"
-            )));
-        }
+        check_output(&mut output, &pkg.display().to_string()).map_err(CallError::NotRecorded)?;
         match ResultItems::from_node(run.results.as_ref()) {
             Ok(items) => fn_result.results = items,
             Err(message) => return Err(CallError::NotRecorded(message)),
@@ -1245,19 +1229,54 @@ fn scoped_input(resources: &mut [Vec<Node>], children: &[Vec<usize>], index: usi
 }
 
 fn check_all_krm(resources: &[Node]) -> Result<(), String> {
-    let fails = |node: &Node| !is_kustomization(node) && kptfile::check_krm(node).is_err();
-    // A DFS root checks the whole tree before and after every step.
+    // A DFS root checks the whole tree before its first step.
     let first = if resources.len() >= PARALLEL_FROM {
-        resources.par_iter().position_first(fails)
+        resources.par_iter().position_first(not_krm)
     } else {
-        resources.iter().position(fails)
+        resources.iter().position(not_krm)
     };
     match first.and_then(|i| resources.get(i)) {
-        Some(node) => {
-            let reason = kptfile::check_krm(node).err().unwrap_or_default();
-            let path = resource::annotation(node, resource::PATH).unwrap_or("");
-            Err(format!("{path}: {reason}"))
+        Some(node) => Err(not_krm_message(node)),
+        None => Ok(()),
+    }
+}
+
+/// True for a resource kpt's KRM check rejects (Kustomization files pass).
+fn not_krm(node: &Node) -> bool {
+    !is_kustomization(node) && kptfile::check_krm(node).is_err()
+}
+
+/// Why [`not_krm`] rejects `node`, as kpt words it.
+fn not_krm_message(node: &Node) -> String {
+    let reason = kptfile::check_krm(node).err().unwrap_or_default();
+    let path = resource::annotation(node, resource::PATH).unwrap_or("");
+    format!("{path}: {reason}")
+}
+
+/// What kpt does to a function's output before using it: each resource
+/// without a package path is claimed for `pkg`, then the path invariants
+/// ([`check_path_keys`]) and the KRM check apply, in that order. One pass
+/// over the resources gathers all three: at a DFS root the output is the
+/// whole tree, and each separate walk cost a round of cache misses.
+fn check_output(output: &mut [Node], pkg: &str) -> Result<(), String> {
+    fn visit<'a>(node: &'a mut Node, pkg: &str) -> (PathKey<'a>, bool) {
+        if resource::annotation(node, resource::PACKAGE_PATH).is_none_or(str::is_empty) {
+            resource::set_annotation(node, resource::PACKAGE_PATH, pkg, Style::PLAIN);
         }
+        let node: &'a Node = node;
+        (path_key(node), not_krm(node))
+    }
+    let facts: Vec<(PathKey<'_>, bool)> = if output.len() >= PARALLEL_FROM {
+        output.par_iter_mut().map(|node| visit(node, pkg)).collect()
+    } else {
+        output.iter_mut().map(|node| visit(node, pkg)).collect()
+    };
+    check_path_keys(facts.iter().map(|(key, _)| key))?;
+    match facts.iter().position(|(_, fails)| *fails) {
+        Some(i) => Err(format!(
+            "output resource list must contain only KRM resources: {}",
+            not_krm_message(&output[i])
+        )),
         None => Ok(()),
     }
 }
@@ -1315,33 +1334,34 @@ fn validate_pipeline(
     Ok(())
 }
 
-/// kpt's `enforcePathInvariants`: no path outside the package, no two
-/// resources at the same path and index.
-fn enforce_path_invariants(resources: &[Node]) -> Result<(), String> {
-    // (package, clean path, index, path as written) of each resource, read
-    // in parallel for long lists; a hash set of borrowed keys then finds a
-    // repeat (an ordered set of owned strings spent most of its time
-    // comparing the long shared package prefixes).
-    fn key(node: &Node) -> (&str, String, &str, &str) {
-        let annotations = resource::annotations(node);
-        let path = resource::annotation_in(annotations, resource::PATH);
-        (
-            resource::annotation_in(annotations, resource::PACKAGE_PATH),
-            clean_path(path),
-            resource::annotation_in(annotations, resource::INDEX),
-            path,
-        )
-    }
-    let keys: Vec<(&str, String, &str, &str)> = if resources.len() >= PARALLEL_FROM {
-        resources.par_iter().map(key).collect()
-    } else {
-        resources.iter().map(key).collect()
-    };
+/// A resource's (package, clean path, index, path as written).
+type PathKey<'a> = (&'a str, String, &'a str, &'a str);
+
+/// [`PathKey`] of one resource.
+fn path_key(node: &Node) -> PathKey<'_> {
+    let annotations = resource::annotations(node);
+    let path = resource::annotation_in(annotations, resource::PATH);
+    (
+        resource::annotation_in(annotations, resource::PACKAGE_PATH),
+        clean_path(path),
+        resource::annotation_in(annotations, resource::INDEX),
+        path,
+    )
+}
+
+/// kpt's `enforcePathInvariants` over a function's output, in resource order: no
+/// path leaves its package, and no two resources share package, path and
+/// index. A hash set of borrowed keys finds a repeat (an ordered set of
+/// owned strings spent most of its time comparing the long shared package
+/// prefixes).
+fn check_path_keys<'k, 'a: 'k>(
+    keys: impl ExactSizeIterator<Item = &'k PathKey<'a>>,
+) -> Result<(), String> {
     // Fx, not SipHash: the keys are the user's own paths, and a DFS root
     // hashes every resource of the tree in each step.
     let mut seen: rustc_hash::FxHashSet<(&str, &str, &str)> =
         rustc_hash::FxHashSet::with_capacity_and_hasher(keys.len(), Default::default());
-    for (pkg, cleaned, index, path) in &keys {
+    for (pkg, cleaned, index, path) in keys {
         if cleaned.starts_with("../") || cleaned == ".." {
             return Err(format!(
                 "function must not modify resources outside of package: resource has path {path}"
@@ -1370,5 +1390,65 @@ mod tests {
             "/another/file/out.yaml"
         );
         assert_eq!(clean_path(""), ".");
+    }
+
+    fn resource(text: &str) -> Node {
+        crate::yaml::parse_document(text)
+            .ok()
+            .flatten()
+            .map(|document| document.root().clone())
+            .unwrap_or_else(Node::new_mapping)
+    }
+
+    fn annotated(name: &str, path: &str, index: &str) -> Node {
+        resource(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  annotations:\n    internal.config.kubernetes.io/path: '{path}'\n    internal.config.kubernetes.io/index: '{index}'\n"
+        ))
+    }
+
+    #[test]
+    fn function_output_is_claimed_then_checked_in_kpts_order() {
+        // Resources without a package path are claimed for the package.
+        let mut output = vec![annotated("a", "a.yaml", "0"), annotated("b", "a.yaml", "1")];
+        assert_eq!(check_output(&mut output, "/pkg"), Ok(()));
+        for node in &output {
+            assert_eq!(
+                resource::annotation(node, resource::PACKAGE_PATH),
+                Some("/pkg")
+            );
+        }
+        // A repeated path and index fails even when a later resource is not
+        // KRM: the path invariants come first.
+        let not_krm = resource("kind: ConfigMap\nmetadata:\n  name: c\n");
+        let mut output = vec![
+            annotated("a", "a.yaml", "0"),
+            not_krm.clone(),
+            annotated("b", "./a.yaml", "0"),
+        ];
+        assert_eq!(
+            check_output(&mut output, "/pkg"),
+            Err("resource at path \"a.yaml\" and index \"0\" already exists".to_owned())
+        );
+        let mut output = vec![annotated("a", "../a.yaml", "0")];
+        assert_eq!(
+            check_output(&mut output, "/pkg"),
+            Err("function must not modify resources outside of package: resource has path ../a.yaml".to_owned())
+        );
+        // The same (path, index) in two packages is no repeat.
+        let mut output = vec![annotated("a", "a.yaml", "0"), annotated("b", "a.yaml", "0")];
+        resource::set_annotation(
+            &mut output[1],
+            resource::PACKAGE_PATH,
+            "/pkg/sub",
+            Style::PLAIN,
+        );
+        assert_eq!(check_output(&mut output, "/pkg"), Ok(()));
+        // Then the KRM check, naming the first offender.
+        let mut output = vec![annotated("a", "a.yaml", "0"), not_krm];
+        let error = check_output(&mut output, "/pkg").unwrap_err();
+        assert!(
+            error.starts_with("output resource list must contain only KRM resources: : resource must have `apiVersion`"),
+            "{error}"
+        );
     }
 }
