@@ -1257,7 +1257,8 @@ fn not_krm_message(node: &Node) -> String {
 /// without a package path is claimed for `pkg`, then the path invariants
 /// ([`check_path_keys`]) and the KRM check apply, in that order. One pass
 /// over the resources gathers all three: at a DFS root the output is the
-/// whole tree, and each separate walk cost a round of cache misses.
+/// whole tree, and each separate walk chased every resource's pointers
+/// again.
 fn check_output(output: &mut [Node], pkg: &str) -> Result<(), String> {
     fn visit<'a>(node: &'a mut Node, pkg: &str) -> (PathKey<'a>, bool) {
         if resource::annotation(node, resource::PACKAGE_PATH).is_none_or(str::is_empty) {
@@ -1349,11 +1350,11 @@ fn path_key(node: &Node) -> PathKey<'_> {
     )
 }
 
-/// kpt's `enforcePathInvariants` over a function's output, in resource order: no
-/// path leaves its package, and no two resources share package, path and
-/// index. A hash set of borrowed keys finds a repeat (an ordered set of
-/// owned strings spent most of its time comparing the long shared package
-/// prefixes).
+/// kpt's `enforcePathInvariants` over a function's output, in resource
+/// order: no path leaves its package, and no two resources share package,
+/// path and index. A hash set of borrowed keys finds a repeat (an ordered
+/// set of owned strings spent most of its time comparing the long shared
+/// package prefixes).
 fn check_path_keys<'k, 'a: 'k>(
     keys: impl ExactSizeIterator<Item = &'k PathKey<'a>>,
 ) -> Result<(), String> {
