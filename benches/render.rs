@@ -8,7 +8,8 @@
 //!   function cache, with its peak RSS), warm (every step a cache hit), no
 //!   change (the root's manifest replayed), `--no-cache`, and a one-leaf
 //!   edit both in a new process and in one process (a `watch` session,
-//!   with the number of pipelines it re-ran);
+//!   with the number of pipelines it re-ran and the memory the session
+//!   holds);
 //! - krender and, when `kpt` is on PATH, `kpt fn render` with two
 //!   equivalent `sed` exec functions, on the same tree, and the floor of
 //!   that render: the same `sed` processes started with no YAML work.
@@ -232,8 +233,9 @@ fn edit_leaf(root: &Path, packages: usize, replicas: usize) {
 /// In-process incremental render (what `krender watch` does): a session's
 /// first render, then one-leaf edits (`KRENDER_BENCH_EDITS`, default 5,
 /// each a new value). Returns (first, the median edit, pipelines run by the
-/// last edit, the last edit's stdout bytes).
-fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, String) {
+/// last edit, the last edit's stdout bytes, and this process's resident
+/// memory in MB while the session is alive).
+fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, String, f64) {
     use krender::engine::db::RenderContext;
     use krender::engine::session::RenderSession;
     use krender::hydrate::{self, Output, RenderOptions};
@@ -294,7 +296,26 @@ fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, Str
         last = (session.pipelines_run() - before, output);
     }
     times.sort();
-    (first, times[times.len() / 2], last.0, last.1)
+    let resident = resident_mb();
+    drop(session);
+    (first, times[times.len() / 2], last.0, last.1, resident)
+}
+
+/// This process's resident set now (`VmRSS`), in MB; 0 where /proc is
+/// missing.
+fn resident_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 fn krender(root: &Path, cache: &Path, extra: &[&str]) -> Command {
@@ -420,7 +441,8 @@ fn main() {
         let last_value = format!("replicas: {}", 20 + runs() - 1);
         assert!(leaf_cli_out.contains(&last_value), "leaf edit rendered");
         // The same in one process (watch): the session re-runs the path.
-        let (_, leaf_watch, leaf_runs, leaf_watch_out) = session_edit(&builtin_tree, packages);
+        let (_, leaf_watch, leaf_runs, leaf_watch_out, session_rss) =
+            session_edit(&builtin_tree, packages);
         let (_, fresh_out) = time_render(krender(&builtin_tree, &cache, &["--no-cache"]));
         assert_eq!(
             leaf_watch_out, fresh_out,
@@ -461,6 +483,7 @@ fn main() {
             leaf_cli,
             leaf_watch,
             leaf_runs,
+            session_rss,
             sed,
             sed_floor,
             kpt,
@@ -469,10 +492,10 @@ fn main() {
 
     println!();
     println!(
-        "| packages | files | floor (walk+read+blake3) | cold, builtins | warm, fn cache | no change (manifest) | no change / floor | leaf edit, new process | leaf edit, watch | watch edit / floor | pipelines re-run | --no-cache | peak RSS cold | krender sed exec | exec floor (spawn + sed only) | krender exec / floor | kpt sed exec | kpt / krender (exec) | kpt-exec / krender-builtins cold | same bytes as kpt |"
+        "| packages | files | floor (walk+read+blake3) | cold, builtins | warm, fn cache | no change (manifest) | no change / floor | leaf edit, new process | leaf edit, watch | watch edit / floor | pipelines re-run | watch session RSS | --no-cache | peak RSS cold | krender sed exec | exec floor (spawn + sed only) | krender exec / floor | kpt sed exec | kpt / krender (exec) | kpt-exec / krender-builtins cold | same bytes as kpt |"
     );
     println!(
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|"
     );
     for row in rows {
         let (kpt_time, ratio_exec, ratio_builtins, same) = match row.kpt {
@@ -490,7 +513,7 @@ fn main() {
             ),
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {:.1}× | {} | {} | {:.1}× | {} of {} | {} | {:.0} MB | {} | {} | {:.1}× | {kpt_time} | {ratio_exec} | {ratio_builtins} | {same} |",
+            "| {} | {} | {} | {} | {} | {} | {:.1}× | {} | {} | {:.1}× | {} of {} | {:.0} MB | {} | {:.0} MB | {} | {} | {:.1}× | {kpt_time} | {ratio_exec} | {ratio_builtins} | {same} |",
             row.packages,
             row.files,
             ms(row.floor_time),
@@ -503,6 +526,7 @@ fn main() {
             row.leaf_watch.as_secs_f64() / row.floor_time.as_secs_f64(),
             row.leaf_runs,
             row.packages,
+            row.session_rss,
             ms(row.uncached),
             row.cold_rss,
             ms(row.sed),
@@ -525,6 +549,7 @@ struct Row {
     leaf_cli: Duration,
     leaf_watch: Duration,
     leaf_runs: usize,
+    session_rss: f64,
     sed: Duration,
     sed_floor: Duration,
     kpt: Option<(Duration, &'static str)>,
