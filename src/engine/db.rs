@@ -96,8 +96,11 @@ pub struct PackageSource {
 /// The package's own resources, annotated as kpt's reader annotates them;
 /// the error is kpt's text. Not compared (`no_eq`): a resource tree is big
 /// and its equality costly, and a re-parse happens only when the bytes
-/// changed.
-#[salsa::tracked(returns(ref), no_eq)]
+/// changed. Only the package's own pipeline reads them, and only when it
+/// re-runs, so few values are kept (`lru`): a watch session on a big tree
+/// would otherwise hold every package's parsed files for nothing; an
+/// evicted value is verified from its inputs and re-parsed on demand.
+#[salsa::tracked(returns(ref), no_eq, lru = 64)]
 pub fn local_resources(db: &dyn Db, pkg: PackageSource) -> Result<Vec<Node>, String> {
     let options = ReadOptions {
         package_path: Some(pkg.path(db).display().to_string()),
