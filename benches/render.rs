@@ -79,17 +79,23 @@ fn resource(pkg: usize, idx: usize) -> String {
 /// The directory of package `pkg`: package 0 is the root, the parent of
 /// package i is (i - 1) / 10, so 1,000 packages reach depth 3.
 fn package_dir(root: &Path, pkg: usize) -> PathBuf {
+    let mut dir = root.to_path_buf();
+    for pkg in ancestry(pkg).iter().rev() {
+        dir.push(format!("p{pkg}"));
+    }
+    dir
+}
+
+/// Package `pkg` and its ancestors below the root, nearest first (empty
+/// for the root): its depth is the length.
+fn ancestry(pkg: usize) -> Vec<usize> {
     let mut chain = Vec::new();
     let mut current = pkg;
     while current != 0 {
         chain.push(current);
         current = (current - 1) / 10;
     }
-    let mut dir = root.to_path_buf();
-    for pkg in chain.iter().rev() {
-        dir.push(format!("p{pkg}"));
-    }
-    dir
+    chain
 }
 
 fn generate(root: &Path, packages: usize, pipeline: Pipeline) {
@@ -563,14 +569,7 @@ struct Row {
 /// real ResourceLists carry, so it is, if anything, low.
 fn exec_floor(root: &Path, packages: usize) -> Duration {
     use rayon::prelude::*;
-    let depth = |mut pkg: usize| {
-        let mut depth = 0;
-        while pkg != 0 {
-            pkg = (pkg - 1) / 10;
-            depth += 1;
-        }
-        depth
-    };
+    let depth = |pkg: usize| ancestry(pkg).len();
     let inputs: Vec<Vec<u8>> = (0..packages)
         .map(|pkg| subtree_bytes(&package_dir(root, pkg)))
         .collect();

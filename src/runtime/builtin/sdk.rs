@@ -94,17 +94,12 @@ pub(crate) struct ResourceRef {
 impl ResourceRef {
     /// The reference of an item.
     pub(crate) fn of(item: &Node) -> ResourceRef {
+        let (api_version, kind, namespace, name) = identity(item);
         ResourceRef {
-            api_version: item.get_str(&["apiVersion"]).unwrap_or_default().to_owned(),
-            kind: item.get_str(&["kind"]).unwrap_or_default().to_owned(),
-            name: item
-                .get_str(&["metadata", "name"])
-                .unwrap_or_default()
-                .to_owned(),
-            namespace: item
-                .get_str(&["metadata", "namespace"])
-                .unwrap_or_default()
-                .to_owned(),
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
         }
     }
 }
@@ -371,7 +366,8 @@ pub(crate) fn sort_items(items: &mut [Node]) {
 }
 
 /// An item's apiVersion, kind, namespace and name (empty when missing or
-/// not a string), read in one pass over its keys.
+/// not a string; the first of repeated keys counts, as `Node::get`), read
+/// in one pass over its keys.
 fn identity(item: &Node) -> (&str, &str, &str, &str) {
     fn text(node: Option<&Node>) -> &str {
         match node {
@@ -379,10 +375,10 @@ fn identity(item: &Node) -> (&str, &str, &str, &str) {
             _ => "",
         }
     }
-    let (mut api_version, mut kind, mut metadata) = (None, None, None);
     if !item.is_mapping() {
         return ("", "", "", "");
     }
+    let (mut api_version, mut kind, mut metadata) = (None, None, None);
     for pair in item.content.chunks_exact(2) {
         match pair[0].value.as_str() {
             "apiVersion" if api_version.is_none() => api_version = Some(&pair[1]),
