@@ -20,7 +20,7 @@ use regex::Regex;
 
 use super::resource::{self, set_annotation};
 use crate::yaml::node::{Node, NodeKind, Style, tag};
-use crate::yaml::{Encoder, SeqIndent, YamlError, parse_document};
+use crate::yaml::{Edit, Encoder, SeqIndent, SplicedItem, YamlError, parse_document};
 
 /// `apiVersion` of the wrapping list.
 pub const RESOURCE_LIST_API_VERSION: &str = "config.kubernetes.io/v1";
@@ -113,7 +113,17 @@ pub struct FunctionOutput {
 /// the wire) with all their annotations, `function_config` the step's
 /// config (its root node is embedded).
 pub fn encode_function_input(items: &[Node], function_config: Option<&Node>) -> String {
-    encode_list(items.iter().map(wire_item).collect(), function_config, &[])
+    // Written from the items themselves: only one whose annotations kyaml
+    // would re-create is copied (see `ItemEdits::of`).
+    let views: Vec<ItemView<'_>> = if items.len() < PARALLEL_ENCODE_FROM {
+        items.iter().map(|item| item_view(item, &[], &[])).collect()
+    } else {
+        items
+            .par_iter()
+            .map(|item| item_view(item, &[], &[]))
+            .collect()
+    };
+    encode_views(items, &views, function_config)
 }
 
 /// The `ResourceList` `fn render -o stdout` prints: the reader annotations
@@ -129,22 +139,190 @@ pub fn encode_output_list_owned(items: Vec<Node>) -> String {
     encode_list(items, None, &[resource::PACKAGE_PATH])
 }
 
-fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str]) -> String {
-    let prepare = |item: Node| {
-        let mut root = item.into_root();
-        for key in clear {
-            resource::remove_annotation(&mut root, key);
-        }
-        clear_empty_annotations_only(&mut root);
-        root
+/// [`encode_output_list`] of `items` after
+/// `set_annotation(item, key, value, SINGLE_QUOTED)` for each pair that
+/// `annotations(item)` gives (its first error, in item order, is
+/// returned), without copying the items: a render's final list, still held
+/// by the engine (a watch session's memo), is written as it stands, the new
+/// values and left-out annotations edited in as it is written. An item
+/// whose annotations cannot be edited that way (one of the keys is missing
+/// or not a scalar) is copied and changed.
+pub fn encode_output_list_adjusted<E: Send>(
+    items: &[Node],
+    annotations: impl Fn(&Node) -> Result<Vec<(&'static str, String)>, E> + Sync,
+) -> Result<String, E> {
+    let clear = [resource::PACKAGE_PATH];
+    let views: Vec<Result<ItemView<'_>, E>> = if items.len() < PARALLEL_ENCODE_FROM {
+        items
+            .iter()
+            .map(|item| annotations(item).map(|values| item_view(item, &values, &clear)))
+            .collect()
+    } else {
+        items
+            .par_iter()
+            .map(|item| annotations(item).map(|values| item_view(item, &values, &clear)))
+            .collect()
     };
-    if items.len() < PARALLEL_ENCODE_FROM {
-        let roots = items.into_iter().map(prepare).collect();
-        return encode_wrapped(roots, function_config);
+    let views = views.into_iter().collect::<Result<Vec<_>, E>>()?;
+    Ok(encode_views(items, &views, None))
+}
+
+/// The list of `items`, each written as its view says.
+fn encode_views(items: &[Node], views: &[ItemView<'_>], function_config: Option<&Node>) -> String {
+    let edits: Vec<Vec<Edit<'_>>> = views.iter().map(ItemView::edits).collect();
+    let spliced: Vec<SplicedItem<'_>> = items
+        .iter()
+        .zip(views)
+        .zip(&edits)
+        .map(|((item, view), edits)| SplicedItem {
+            node: match view {
+                ItemView::Copy(copy) => copy,
+                ItemView::Edited(_) => item.root(),
+            },
+            edits,
+        })
+        .collect();
+    encode_items(&spliced, function_config)
+}
+
+/// How `item` is written with `values` set and `clear` removed.
+fn item_view<'i>(item: &'i Node, values: &[(&str, String)], clear: &[&str]) -> ItemView<'i> {
+    if let Some(edits) = ItemEdits::of(item.root(), values, clear) {
+        return ItemView::Edited(edits);
     }
-    let roots: Vec<Node> = items.into_par_iter().map(prepare).collect();
-    let chunk_len = chunk_len(roots.len());
-    encode_chunked(roots, function_config, chunk_len)
+    let mut copy = item.root().clone();
+    for (key, value) in values {
+        set_annotation(&mut copy, key, value, Style::SINGLE_QUOTED);
+    }
+    ItemView::Copy(prepare_item(copy, clear))
+}
+
+/// How a list written from borrowed items writes one of them.
+enum ItemView<'i> {
+    /// The item itself, edited as it is written.
+    Edited(ItemEdits<'i>),
+    /// A changed copy of the item.
+    Copy(Node),
+}
+
+impl ItemView<'_> {
+    fn edits(&self) -> Vec<Edit<'_>> {
+        match self {
+            ItemView::Edited(edits) => edits.edits(),
+            ItemView::Copy(_) => Vec::new(),
+        }
+    }
+}
+
+/// The edits that write a resource root as [`prepare_item`] would leave it
+/// after setting some existing annotations: new value nodes, and the
+/// entries left out.
+struct ItemEdits<'i> {
+    values: Vec<(&'i Node, Node)>,
+    omitted: Vec<&'i Node>,
+}
+
+impl<'i> ItemEdits<'i> {
+    /// The edits for `root` with `values` set (single-quoted when new, as
+    /// kyaml sets annotations) and the `clear` annotations removed; `None`
+    /// when the result is not just that (a key to set is missing or not a
+    /// scalar, or is set twice).
+    fn of(root: &'i Node, values: &[(&str, String)], clear: &[&str]) -> Option<ItemEdits<'i>> {
+        let mut edits = ItemEdits {
+            values: Vec::with_capacity(values.len()),
+            omitted: Vec::new(),
+        };
+        let metadata = root.key_index("metadata").map(|i| &root.content[i + 1]);
+        let entry =
+            metadata.and_then(|metadata| metadata.key_index("annotations").map(|j| (metadata, j)));
+        let Some((metadata, j)) = entry else {
+            // No annotations: nothing to clear, and nothing can be set.
+            return values.is_empty().then_some(edits);
+        };
+        let (annotations_key, annotations) = (&metadata.content[j], &metadata.content[j + 1]);
+        // kyaml's ClearEmptyAnnotations drops an empty (or null) value;
+        // setting one would re-create it elsewhere.
+        let empty = annotations.content.is_empty() && annotations.kind != NodeKind::Alias;
+        if empty {
+            edits.omitted.push(annotations_key);
+            return values.is_empty().then_some(edits);
+        }
+        if !annotations.is_mapping() {
+            return values.is_empty().then_some(edits);
+        }
+        for (n, (key, value)) in values.iter().enumerate() {
+            if values[..n].iter().any(|(earlier, _)| earlier == key) {
+                return None;
+            }
+            let target = annotations.get(key).filter(|target| target.is_scalar())?;
+            let mut with = target.clone();
+            with.value = value.as_str().into();
+            with.tag = Cow::Borrowed(tag::STR);
+            edits.values.push((target, with));
+        }
+        let mut remaining = annotations.content.len() / 2;
+        for key in clear {
+            if let Some(i) = annotations.key_index(key) {
+                edits.omitted.push(&annotations.content[i]);
+                remaining -= 1;
+            }
+        }
+        if remaining == 0 {
+            edits.omitted.push(annotations_key);
+        }
+        Some(edits)
+    }
+
+    fn edits(&self) -> Vec<Edit<'_>> {
+        let replaced = self
+            .values
+            .iter()
+            .map(|(target, with)| Edit::Replace { target, with });
+        let omitted = self.omitted.iter().map(|key| Edit::Omit { key });
+        replaced.chain(omitted).collect()
+    }
+}
+
+/// An item as a list writes it: its root, without the `clear` annotations
+/// and without empty annotations.
+fn prepare_item(item: Node, clear: &[&str]) -> Node {
+    let mut root = item.into_root();
+    for key in clear {
+        resource::remove_annotation(&mut root, key);
+    }
+    clear_empty_annotations_only(&mut root);
+    root
+}
+
+fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str]) -> String {
+    let roots: Vec<Node> = if items.len() < PARALLEL_ENCODE_FROM {
+        items
+            .into_iter()
+            .map(|item| prepare_item(item, clear))
+            .collect()
+    } else {
+        items
+            .into_par_iter()
+            .map(|item| prepare_item(item, clear))
+            .collect()
+    };
+    encode_items(&as_spliced(&roots), function_config)
+}
+
+/// `roots` written as they are.
+fn as_spliced(roots: &[Node]) -> Vec<SplicedItem<'_>> {
+    roots
+        .iter()
+        .map(|node| SplicedItem { node, edits: &[] })
+        .collect()
+}
+
+/// The list of `items` (roots), in chunks on rayon when it is long.
+fn encode_items(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> String {
+    if items.len() < PARALLEL_ENCODE_FROM {
+        return encode_wrapped(items, function_config);
+    }
+    encode_chunked(items, function_config, chunk_len(items.len()))
 }
 
 /// Lists at least this long are encoded in chunks on rayon (a DFS root's
@@ -157,11 +335,10 @@ fn chunk_len(items: usize) -> usize {
     MIN_CHUNK.max(items / (4 * rayon::current_num_threads()).max(1))
 }
 
-/// The wrapping ResourceList document of `roots`, encoded.
-fn encode_wrapped(roots: Vec<Node>, function_config: Option<&Node>) -> String {
+/// The wrapping ResourceList document of `items` (roots), encoded.
+fn encode_wrapped(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> String {
     let mut sequence = Node::new_sequence();
     sequence.tag = Cow::Borrowed("");
-    sequence.content = roots;
     let mut list = Node::new_mapping();
     list.tag = Cow::Borrowed("");
     let entries = [
@@ -181,7 +358,11 @@ fn encode_wrapped(roots: Vec<Node>, function_config: Option<&Node>) -> String {
             .push(Node::new_untagged_scalar("functionConfig"));
         list.content.push(config.root().clone());
     }
-    crate::yaml::to_string(&Node::new_document(list), SeqIndent::Compact)
+    let document = Node::new_document(list);
+    match document.root().get("items") {
+        Some(slot) => crate::yaml::to_string_spliced(&document, slot, items, SeqIndent::Compact),
+        None => String::new(),
+    }
 }
 
 /// What every encoded ResourceList with items starts with.
@@ -195,31 +376,33 @@ const LIST_HEADER: &str = "apiVersion: config.kubernetes.io/v1\nkind: ResourceLi
 /// or writes before the "- " (a head comment on the item): chunks are cut
 /// only between items without either. The function config goes with the
 /// last chunk.
-fn encode_chunked(roots: Vec<Node>, function_config: Option<&Node>, chunk_len: usize) -> String {
-    let cut_after: Vec<bool> = roots
+fn encode_chunked(
+    items: &[SplicedItem<'_>],
+    function_config: Option<&Node>,
+    chunk_len: usize,
+) -> String {
+    // A stand-in's comments are copies of the item's own, so the item's
+    // own tell where a cut is safe.
+    let cut_after: Vec<bool> = items
         .par_iter()
-        .map(|root| !has_foot_comment(root))
+        .map(|item| !has_foot_comment(item.node))
         .collect();
-    let cut_before: Vec<bool> = roots
+    let cut_before: Vec<bool> = items
         .par_iter()
-        .map(|root| root.head_comment.is_empty())
+        .map(|item| item.node.head_comment.is_empty())
         .collect();
-    let mut chunks: Vec<Vec<Node>> = Vec::new();
-    let mut current = Vec::with_capacity(chunk_len);
-    let count = roots.len();
-    for (i, root) in roots.into_iter().enumerate() {
-        current.push(root);
-        let can_cut = i + 1 < count
+    let mut chunks: Vec<&[SplicedItem<'_>]> = Vec::new();
+    let mut start = 0;
+    for i in 0..items.len() {
+        let can_cut = i + 1 < items.len()
             && cut_after.get(i).copied().unwrap_or(false)
             && cut_before.get(i + 1).copied().unwrap_or(false);
-        if current.len() >= chunk_len && can_cut {
-            chunks.push(std::mem::replace(
-                &mut current,
-                Vec::with_capacity(chunk_len),
-            ));
+        if i + 1 - start >= chunk_len && can_cut {
+            chunks.push(&items[start..=i]);
+            start = i + 1;
         }
     }
-    chunks.push(current);
+    chunks.push(&items[start..]);
     let last = chunks.len() - 1;
     let texts: Vec<String> = chunks
         .into_par_iter()
@@ -239,7 +422,6 @@ fn encode_chunked(roots: Vec<Node>, function_config: Option<&Node>, chunk_len: u
     joined
 }
 
-/// Whether any node of `node`'s tree has a foot comment.
 fn has_foot_comment(node: &Node) -> bool {
     !node.foot_comment.is_empty() || node.content.iter().any(has_foot_comment)
 }
@@ -446,7 +628,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::{
-        WireError, config_map_function_config, encode_chunked, encode_wrapped, split_documents,
+        WireError, as_spliced, config_map_function_config, encode_chunked, encode_function_input,
+        encode_list, encode_output_list_adjusted, encode_output_list_owned, encode_wrapped,
+        resource, set_annotation, split_documents, wire_item,
     };
     use crate::yaml::node::{Node, NodeKind, Style, tag};
 
@@ -497,12 +681,129 @@ mod tests {
         let config =
             config_map_function_config(&BTreeMap::from([("k".to_owned(), "v".to_owned())]));
         for function_config in [None, Some(&config)] {
-            let whole = encode_wrapped(roots.clone(), function_config);
+            let items = as_spliced(&roots);
+            let whole = encode_wrapped(&items, function_config);
             for chunk_len in [1, 2, 7, 64] {
-                let chunked = encode_chunked(roots.clone(), function_config, chunk_len);
+                let chunked = encode_chunked(&items, function_config, chunk_len);
                 assert_eq!(chunked, whole, "chunks of {chunk_len}");
             }
         }
+    }
+
+    #[test]
+    fn lists_written_from_borrowed_items_match_the_edited_copies() {
+        // Annotation shapes the edits must leave to a copy or get right:
+        // missing, empty, null, aliased, non-scalar and repeated keys,
+        // comments on the entries changed or left out, and an item whose
+        // only annotation is cleared.
+        let edges = "\
+# document comment
+apiVersion: v1
+kind: A
+metadata:
+  name: plain
+  annotations:
+    # about the path
+    config.kubernetes.io/path: a.yaml # line
+    internal.config.kubernetes.io/path: \"a.yaml\"
+    internal.config.kubernetes.io/package-path: /pkg # gone
+    other: x
+---
+kind: B
+metadata:
+  name: none
+---
+kind: C
+metadata:
+  name: empty
+  annotations: {}
+---
+kind: D
+metadata:
+  name: null
+  annotations:
+---
+kind: E
+base: &shared {config.kubernetes.io/path: x}
+metadata:
+  name: alias
+  annotations: *shared
+---
+kind: F
+metadata:
+  name: listed
+  annotations:
+    config.kubernetes.io/path: [a]
+    internal.config.kubernetes.io/path: b
+---
+kind: G
+metadata:
+  name: twice
+  annotations:
+    config.kubernetes.io/path: one
+    config.kubernetes.io/path: two
+    internal.config.kubernetes.io/path: b
+---
+kind: H
+metadata:
+  name: keep-only-package
+  annotations:
+    internal.config.kubernetes.io/package-path: /pkg
+    # foot of the package path
+---
+kind: I
+metadata:
+  name: keep-other
+  annotations: {other: y, internal.config.kubernetes.io/package-path: /pkg}
+";
+        let mut items: Vec<Node> = crate::yaml::parse_documents(edges).unwrap();
+        fixture_roots(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
+            &mut items,
+        );
+        // Items named keep-* get no new values, the rest new paths.
+        let values = |item: &Node| -> Result<Vec<(&'static str, String)>, String> {
+            let name = item.root().get_str(&["metadata", "name"]).unwrap_or("");
+            if name.starts_with("keep") {
+                return Ok(Vec::new());
+            }
+            let path = format!("sub/{name}.yaml");
+            Ok(vec![
+                (resource::PATH, path.clone()),
+                (resource::LEGACY_PATH, path),
+            ])
+        };
+        let copies = |items: &[Node]| -> Vec<Node> {
+            items
+                .iter()
+                .map(|item| {
+                    let mut copy = item.clone();
+                    for (key, value) in values(item).unwrap() {
+                        set_annotation(&mut copy, key, &value, Style::SINGLE_QUOTED);
+                    }
+                    copy
+                })
+                .collect()
+        };
+        // The edge cases alone (one list) and with the fixtures (chunks).
+        for items in [&items[..9], &items[..]] {
+            assert_eq!(
+                encode_output_list_adjusted(items, values).unwrap(),
+                encode_output_list_owned(copies(items)),
+            );
+            let wire_items: Vec<Node> = items.iter().map(wire_item).collect();
+            assert_eq!(
+                encode_function_input(items, None),
+                encode_list(wire_items, None, &[]),
+            );
+        }
+        assert!(items.len() > 300, "only {} documents", items.len());
+        let failing =
+            |_: &Node| -> Result<Vec<(&'static str, String)>, String> { Err("no".to_owned()) };
+        assert_eq!(
+            encode_output_list_adjusted(&items, failing),
+            Err("no".to_owned())
+        );
     }
 
     #[test]

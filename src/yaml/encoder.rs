@@ -85,6 +85,10 @@ impl<'a> Encoder<'a> {
     /// Writes one document. A non-document node is wrapped in an implicit
     /// document without comments.
     pub fn encode(&mut self, node: &Node) {
+        self.encode_spliced(node, Splice::NONE);
+    }
+
+    fn encode_spliced<'n>(&mut self, node: &'n Node, splice: Splice<'n>) {
         let compact = self.seq_indent == SeqIndent::Compact;
         let mut events = DocumentEmitter::new(self.out, &self.stream, compact);
         if node.kind == NodeKind::Document {
@@ -97,18 +101,63 @@ impl<'a> Encoder<'a> {
                 events.push(Event::new(EventKind::Scalar));
             }
             for child in &node.content {
-                push_node(&mut events, child, "", false);
+                push_node(&mut events, child, "", false, splice);
             }
             let mut end = Event::new(EventKind::DocumentEnd);
             end.foot_comment = &node.foot_comment;
             events.push(end);
         } else {
             events.push(Event::new(EventKind::DocumentStart));
-            push_node(&mut events, node, "", false);
+            push_node(&mut events, node, "", false, splice);
             events.push(Event::new(EventKind::DocumentEnd));
         }
         events.finish(&mut self.stream);
     }
+}
+
+/// An item of a list written from borrowed nodes (see [`to_string_spliced`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SplicedItem<'n> {
+    /// The item.
+    pub node: &'n Node,
+    /// Changes to nodes inside `node` (found by address), made as it is
+    /// written: lets a caller change a few values of a big item (a
+    /// resource's annotations) without copying it.
+    pub edits: &'n [Edit<'n>],
+}
+
+/// A change [`to_string_spliced`] makes to an item as it writes it.
+#[derive(Clone, Copy, Debug)]
+pub enum Edit<'n> {
+    /// `target` is written as `with`.
+    Replace {
+        /// The node replaced.
+        target: &'n Node,
+        /// What is written in its place.
+        with: &'n Node,
+    },
+    /// The mapping entry whose key is `key` is left out.
+    Omit {
+        /// The entry's key node.
+        key: &'n Node,
+    },
+}
+
+/// Where [`push_node`] writes something other than the tree it walks: the
+/// items of one sequence, and the edits of the current item.
+#[derive(Clone, Copy)]
+struct Splice<'n> {
+    /// A sequence (by address) whose content is replaced by these items.
+    items: Option<(*const Node, &'n [SplicedItem<'n>])>,
+    /// The current item's edits.
+    edits: &'n [Edit<'n>],
+}
+
+impl Splice<'_> {
+    const NONE: Splice<'static> = Splice {
+        items: None,
+        edits: &[],
+    };
 }
 
 /// Encodes one node as a single document.
@@ -117,6 +166,28 @@ pub fn to_string(node: &Node, seq_indent: SeqIndent) -> String {
     let mut encoder = Encoder::new(&mut out);
     encoder.set_seq_indent(seq_indent);
     encoder.encode(node);
+    out
+}
+
+/// Encodes `node` as a single document, writing `items` as the content of
+/// `slot`, a sequence inside `node` (found by address; its own content is
+/// ignored), each item with its edits. The bytes are exactly those of
+/// [`to_string`] on a copy of `node` whose `slot` holds copies of the items
+/// with their edits made, without making that copy.
+pub fn to_string_spliced(
+    node: &Node,
+    slot: &Node,
+    items: &[SplicedItem<'_>],
+    seq_indent: SeqIndent,
+) -> String {
+    let mut out = String::new();
+    let mut encoder = Encoder::new(&mut out);
+    encoder.set_seq_indent(seq_indent);
+    let splice = Splice {
+        items: Some((std::ptr::from_ref(slot), items)),
+        edits: &[],
+    };
+    encoder.encode_spliced(node, splice);
     out
 }
 
@@ -136,7 +207,16 @@ fn push_node<'n>(
     node: &'n Node,
     tail: &'n str,
     drop_foot: bool,
+    splice: Splice<'n>,
 ) {
+    let mut node = node;
+    for edit in splice.edits {
+        if let Edit::Replace { target, with } = edit
+            && std::ptr::eq(node, *target)
+        {
+            node = with;
+        }
+    }
     // Drop the tag when it was not written explicitly and leaving it out
     // does not change how the value reads back (go-yaml encode.go).
     let stag = short_tag(&node.tag);
@@ -175,7 +255,7 @@ fn push_node<'n>(
             // A nested document node is not valid go-yaml input; encode its
             // content in place.
             for child in &node.content {
-                push_node(events, child, "", false);
+                push_node(events, child, "", false, splice);
             }
         }
         NodeKind::Sequence => {
@@ -185,8 +265,21 @@ fn push_node<'n>(
             start.flow = node.style.contains(Style::FLOW);
             start.head_comment = &node.head_comment;
             events.push(start);
-            for item in &node.content {
-                push_node(events, item, "", false);
+            match splice.items {
+                Some((slot, items)) if std::ptr::eq(node, slot) => {
+                    for item in items {
+                        let splice = Splice {
+                            items: None,
+                            edits: item.edits,
+                        };
+                        push_node(events, item.node, "", false, splice);
+                    }
+                }
+                _ => {
+                    for item in &node.content {
+                        push_node(events, item, "", false, splice);
+                    }
+                }
             }
             let mut end = Event::new(EventKind::SequenceEnd);
             end.line_comment = &node.line_comment;
@@ -206,9 +299,15 @@ fn push_node<'n>(
             let mut key_tail: &'n str = "";
             for pair in node.content.chunks_exact(2) {
                 let (key, value) = (&pair[0], &pair[1]);
-                push_node(events, key, key_tail, true);
+                let omitted = splice.edits.iter().any(
+                    |edit| matches!(edit, Edit::Omit { key: omitted } if std::ptr::eq(key, *omitted)),
+                );
+                if omitted {
+                    continue;
+                }
+                push_node(events, key, key_tail, true, splice);
                 key_tail = &key.foot_comment;
-                push_node(events, value, "", false);
+                push_node(events, value, "", false, splice);
             }
             let mut end = Event::new(EventKind::MappingEnd);
             end.tail_comment = key_tail;

@@ -22,6 +22,6 @@ pub mod resolve;
 pub mod scanner;
 
 pub use composer::{parse_document, parse_documents};
-pub use encoder::{Encoder, SeqIndent, to_string};
+pub use encoder::{Edit, Encoder, SeqIndent, SplicedItem, to_string, to_string_spliced};
 pub use error::YamlError;
 pub use node::{Node, NodeKind, Style};
