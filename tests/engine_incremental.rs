@@ -374,3 +374,67 @@ source: |
         .unwrap_or_else(|| panic!("cm-a1 was not moved into b:\n{once}"));
     assert!(moved.contains("in-b: \"true\""), "{moved}");
 }
+
+/// The `-o stdout` result (error or bytes) and the log of `outcome`.
+fn stdout_of(outcome: hydrate::RenderOutcome, log: Vec<u8>) -> (String, String, String) {
+    let mut out = Vec::new();
+    let result = hydrate::apply(
+        outcome,
+        &hydrate::Output::Stdout,
+        None,
+        &mut out,
+        &mut Vec::new(),
+    );
+    let log = String::from_utf8_lossy(&log)
+        .lines()
+        .map(|line| line.split(" in ").next().unwrap_or(line).to_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (
+        format!("{:?}", result.err()),
+        String::from_utf8_lossy(&out).into_owned(),
+        log,
+    )
+}
+
+#[test]
+fn sessions_match_one_shot_renders_on_the_shared_cases() {
+    // A session hands the root's output to `apply` as the engine holds it
+    // (written without a copy); a one-shot render hands over its own list.
+    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/kpt-fn-render");
+    let Ok(entries) = std::fs::read_dir(&cases) else {
+        return; // No shared directory: nothing to compare.
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
+    paths.sort();
+    let temp = tempfile::tempdir().unwrap();
+    let (mut compared, mut succeeded) = (0, 0);
+    for case in paths.iter().filter(|path| path.join(".expected").is_dir()) {
+        let root = temp.path().join(case.file_name().unwrap());
+        crate::support::copy_dir(case, &root);
+        let Ok(kptfile) = hydrate::load_root(&root) else {
+            continue;
+        };
+        let mut log = Vec::new();
+        let outcome = krender::engine::oneshot::render_once(
+            &context(&root),
+            Some(2),
+            kptfile.clone(),
+            &mut log,
+            None,
+        );
+        let once = stdout_of(outcome, log);
+        let mut session = session(&root, None);
+        session.refresh(&kptfile);
+        let mut log = Vec::new();
+        let outcome = session.render(kptfile, &mut log);
+        let incremental = stdout_of(outcome, log);
+        assert_eq!(incremental, once, "{}", case.display());
+        compared += 1;
+        succeeded += usize::from(once.0 == "None");
+    }
+    assert!(
+        compared > 40 && succeeded > 25,
+        "{compared} cases, {succeeded} rendered"
+    );
+}

@@ -114,15 +114,18 @@ pub fn local_resources(db: &dyn Db, pkg: PackageSource) -> Result<Vec<Node>, Str
 /// subpackages' outputs; `None` when the sequential walk would never get to
 /// run it (its resources do not read, or a subpackage failed), in which case
 /// the walk reports the failure itself.
+///
+/// The run is shared (`Arc`): a render hands the root's output to
+/// [`hydrate::apply`] as it stands here, without copying the whole tree.
 #[salsa::tracked(returns(ref), no_eq)]
-pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<PackageRun> {
+pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<Arc<PackageRun>> {
     let _span = tracing::debug_span!("pipeline", package = %pkg.path(db).display()).entered();
     let context = db.context();
     let local = local_resources(db, pkg).as_ref().ok()?;
     let input_files = hydrate::input_file_names(&context.root, pkg.path(db), local);
     let mut input = local.clone();
     for child in pkg.children(db) {
-        match rendered_package(db, *child) {
+        match rendered_package(db, *child).as_deref() {
             Some(PackageRun {
                 output: Ok(output), ..
             }) => {
@@ -141,7 +144,7 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<PackageRun> {
         image: context.image.as_ref(),
         exec: context.exec.as_ref(),
     };
-    Some(hydrate::run_package(
+    Some(Arc::new(hydrate::run_package(
         &context.root,
         pkg.path(db),
         kptfile,
@@ -150,5 +153,5 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<PackageRun> {
         input_files,
         &context.options,
         runtimes,
-    ))
+    )))
 }

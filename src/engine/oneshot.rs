@@ -142,7 +142,11 @@ fn run_levels(
         .zip(slots)
         .filter_map(|(path, slot)| Some((path, slot.into_inner().ok()??)))
         .collect();
-    Precomputed { runs, subpackages }
+    Precomputed {
+        runs,
+        subpackages,
+        root_output: None,
+    }
 }
 
 /// One package's run, or `None` when the walk would not get to run it (its

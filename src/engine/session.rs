@@ -375,6 +375,7 @@ impl RenderSession {
             }
         }
         let mut runs = BTreeMap::new();
+        let mut root_output = None;
         for (pkg, source) in &self.packages {
             let Some(run) = rendered_package(&self.db, *source) else {
                 continue;
@@ -382,8 +383,12 @@ impl RenderSession {
             let consumed = parent_ok.get(pkg.as_path()).copied().unwrap_or(false);
             let output = match (&run.output, consumed) {
                 (Ok(_), true) => Ok(Vec::new()),
-                // The root's output is the whole tree: copied in parallel.
-                (Ok(output), false) => Ok(output.par_iter().cloned().collect()),
+                // The root's output is the whole tree: handed on shared.
+                (Ok(_), false) if *pkg == self.root => {
+                    root_output = Some(Arc::clone(run));
+                    Ok(Vec::new())
+                }
+                (Ok(output), false) => Ok(output.clone()),
                 (Err(failure), _) => Err(failure.clone()),
             };
             let run = PackageRun {
@@ -411,7 +416,11 @@ impl RenderSession {
                 (pkg.clone(), known)
             })
             .collect();
-        Precomputed { runs, subpackages }
+        Precomputed {
+            runs,
+            subpackages,
+            root_output,
+        }
     }
 }
 

@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::results::{StepRecord, result_list_node};
-use super::{HydrateError, RenderOutcome, Report, bridge};
+use super::{HydrateError, RenderOutcome, Report, Resources, bridge};
 use crate::krm::resource;
 use crate::krm::resource::clean_path;
+use crate::krm::resource_list::encode_output_list_adjusted;
 use crate::lifecycle::draft;
 use crate::pkg::kptfile::{self, Condition, Kptfile};
 use crate::yaml::SeqIndent;
@@ -86,7 +87,33 @@ pub fn apply(
         return Err(ApplyError::Render(error.clone()));
     }
     let mut outcome = outcome;
-    let mut resources = outcome.resources.take().unwrap_or_default();
+    let attribute = std::env::var_os("KRM_DISABLE_ATTRIBUTION").is_none();
+    let resources = match outcome.resources.take() {
+        // A list the engine still holds goes to stdout without a copy: only
+        // each item's annotations are copied and adjusted.
+        Some(Resources::Shared(run)) if *output == Output::Stdout && outcome.error.is_none() => {
+            let items = run.output.as_deref().unwrap_or_default();
+            let text = encode_output_list_adjusted(items, |item| {
+                let path = adjusted_path(&root, item)?;
+                let mut values = vec![
+                    (resource::PATH, path.clone()),
+                    (resource::LEGACY_PATH, path),
+                ];
+                if let Some(value) = attribution(item).filter(|_| attribute) {
+                    values.push((CNRM_ANNOTATION, value));
+                }
+                Ok(values)
+            })
+            .map_err(|message| ApplyError::Write { message })?;
+            let _ = stdout.write_all(text.as_bytes());
+            let _ = stdout.flush();
+            save_results(results_dir, &outcome, log);
+            return Ok(());
+        }
+        Some(resources) => resources.into_owned(),
+        None => Vec::new(),
+    };
+    let mut resources = resources;
     if let Err(message) = adjust_paths(&root, &mut resources) {
         if in_place {
             let error = HydrateError::plain(&root, &message, Report::Error(message.clone()));
@@ -107,7 +134,7 @@ pub fn apply(
     } else {
         BTreeSet::new()
     };
-    if std::env::var_os("KRM_DISABLE_ATTRIBUTION").is_none() {
+    if attribute {
         add_attribution(&mut resources);
     }
     if in_place {
@@ -191,33 +218,34 @@ fn adjust_paths(root: &Path, resources: &mut [crate::yaml::Node]) -> Result<(), 
 
 /// [`adjust_paths`] for one resource.
 fn adjust_path(root: &Path, node: &mut crate::yaml::Node) -> Result<(), String> {
-    let pkg_path = resource::annotation(node, resource::PACKAGE_PATH)
-        .unwrap_or("")
-        .to_owned();
-    let path = resource::annotation(node, resource::PATH)
-        .unwrap_or("")
-        .to_owned();
-    let new_path = if pkg_path.is_empty() {
-        path.clone()
-    } else {
-        let pkg = Path::new(&pkg_path);
-        let rel = pkg.strip_prefix(root).map_err(|_| {
-            format!(
-                "subpackage {:?} is not a descendant of {:?}",
-                pkg_path,
-                root.display().to_string()
-            )
-        })?;
-        // Go's filepath.Join(rel, Clean(path)) with rel "." for the root:
-        // an absolute resource path ends up inside the package.
-        let rel = rel.to_string_lossy();
-        let rel = if rel.is_empty() { ".".into() } else { rel };
-        clean_path(&format!("{rel}/{}", clean_path(&path)))
-    };
+    let new_path = adjusted_path(root, node)?;
     resource::set_annotation(node, resource::PATH, &new_path, Style::SINGLE_QUOTED);
     resource::set_annotation(node, resource::LEGACY_PATH, &new_path, Style::SINGLE_QUOTED);
     resource::remove_annotation(node, resource::PACKAGE_PATH);
     Ok(())
+}
+
+/// A resource's path relative to the root: its package's path joined with
+/// its own.
+fn adjusted_path(root: &Path, node: &crate::yaml::Node) -> Result<String, String> {
+    let pkg_path = resource::annotation(node, resource::PACKAGE_PATH).unwrap_or("");
+    let path = resource::annotation(node, resource::PATH).unwrap_or("");
+    if pkg_path.is_empty() {
+        return Ok(path.to_owned());
+    }
+    let pkg = Path::new(pkg_path);
+    let rel = pkg.strip_prefix(root).map_err(|_| {
+        format!(
+            "subpackage {:?} is not a descendant of {:?}",
+            pkg_path,
+            root.display().to_string()
+        )
+    })?;
+    // Go's filepath.Join(rel, Clean(path)) with rel "." for the root:
+    // an absolute resource path ends up inside the package.
+    let rel = rel.to_string_lossy();
+    let rel = if rel.is_empty() { ".".into() } else { rel };
+    Ok(clean_path(&format!("{rel}/{}", clean_path(path))))
 }
 
 /// Every resource of the package tree at `root` with root-relative paths
@@ -252,18 +280,20 @@ pub(crate) fn source_resources(root: &Path) -> Result<Vec<crate::yaml::Node>, St
 /// `SetAnnotation` writes every value (Porch's `simple-render` case).
 fn add_attribution(resources: &mut [crate::yaml::Node]) {
     for node in resources.iter_mut() {
-        let is_cnrm = resource::api_version(node).is_some_and(|v| v.contains(".cnrm."));
-        if !is_cnrm {
-            continue;
-        }
-        let current = resource::annotation(node, CNRM_ANNOTATION)
-            .unwrap_or("")
-            .to_owned();
-        let updated = record_attribution(&current, "krm-fn");
-        if updated != current {
-            resource::set_annotation(node, CNRM_ANNOTATION, &updated, Style::SINGLE_QUOTED);
+        if let Some(value) = attribution(node) {
+            resource::set_annotation(node, CNRM_ANNOTATION, &value, Style::SINGLE_QUOTED);
         }
     }
+}
+
+/// The attribution annotation's new value for `node`, when it changes.
+fn attribution(node: &crate::yaml::Node) -> Option<String> {
+    if !resource::api_version(node).is_some_and(|v| v.contains(".cnrm.")) {
+        return None;
+    }
+    let current = resource::annotation(node, CNRM_ANNOTATION).unwrap_or("");
+    let updated = record_attribution(current, "krm-fn");
+    (updated != current).then_some(updated)
 }
 
 fn record_attribution(current: &str, group: &str) -> String {

@@ -18,6 +18,7 @@ pub mod select;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -88,7 +89,7 @@ pub struct RenderOutcome {
     /// The root package's resources after hydration (all packages), with
     /// package-relative paths and package-path annotations; `None` when kpt
     /// would have nothing to write.
-    pub resources: Option<Vec<Node>>,
+    pub resources: Option<Resources>,
     /// Why the render failed, if it did.
     pub error: Option<HydrateError>,
     /// `kpt.dev/save-on-render-failure` on the root Kptfile.
@@ -105,6 +106,35 @@ pub struct RenderOutcome {
     pub executed: usize,
     /// Packages visited.
     pub n_packages: usize,
+}
+
+/// A render's resources: its own, or the root's run as the engine still
+/// holds it (a watch session keeps its runs for the next render), which
+/// [`apply`] writes without copying where it can.
+#[derive(Debug)]
+pub enum Resources {
+    /// Resources the outcome owns.
+    Owned(Vec<Node>),
+    /// The output of a successful run held elsewhere too.
+    Shared(Arc<PackageRun>),
+}
+
+impl Resources {
+    /// The resources, in order.
+    pub fn as_slice(&self) -> &[Node] {
+        match self {
+            Resources::Owned(resources) => resources,
+            Resources::Shared(run) => run.output.as_deref().unwrap_or_default(),
+        }
+    }
+
+    /// The resources as a list of their own (a shared run's are copied).
+    pub fn into_owned(self) -> Vec<Node> {
+        match self {
+            Resources::Owned(resources) => resources,
+            Resources::Shared(run) => run.output.as_deref().unwrap_or_default().to_vec(),
+        }
+    }
 }
 
 /// A package taking part in the render.
@@ -178,6 +208,10 @@ pub struct Precomputed {
     /// takes them instead of listing and decoding the tree again, so it
     /// adopts exactly the tree the runs were computed on.
     pub subpackages: BTreeMap<PathBuf, Vec<(PathBuf, Kptfile)>>,
+    /// The root's successful run, when the engine keeps it: its entry in
+    /// `runs` then carries an empty output, and a walk that adopts it hands
+    /// on this run's output as [`Resources::Shared`] instead of a copy.
+    pub root_output: Option<Arc<PackageRun>>,
 }
 
 /// A BFS render's pipeline runs, kept for the next render of the same tree
@@ -383,6 +417,7 @@ pub fn hydrate_with_memo(
     } else {
         precomputed
     };
+    let root_output = precomputed.root_output.clone();
     let mut hydrator = Hydrator::new(root, options, runtimes, log, save_on_failure, precomputed);
     let node = PkgNode {
         path: root.to_path_buf(),
@@ -395,13 +430,17 @@ pub fn hydrate_with_memo(
             *slot = memo;
         }
         match result {
-            Ok(resources) => (Some(resources), None),
-            Err((resources, error)) => (resources, Some(error)),
+            Ok(resources) => (Some(Resources::Owned(resources)), None),
+            Err((resources, error)) => (resources.map(Resources::Owned), Some(error)),
         }
     } else {
         match hydrator.hydrate_dfs(&node) {
-            Ok(resources) => (Some(resources), None),
-            Err((resources, error)) => (resources, Some(error)),
+            // The walk adopted the root's run: its output is the shared one.
+            Ok(_) if !hydrator.precomputed.contains_key(root) && root_output.is_some() => {
+                (root_output.map(Resources::Shared), None)
+            }
+            Ok(resources) => (Some(Resources::Owned(resources)), None),
+            Err((resources, error)) => (resources.map(Resources::Owned), Some(error)),
         }
     };
     RenderOutcome {
