@@ -906,7 +906,12 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             } else {
                 select::pick(&input, &function.selectors, &function.exclude)
             };
-            let selected_ids = select::resource_ids(&selected);
+            // Only a selective step's output is merged back by these ids.
+            let selected_ids = if selective {
+                select::resource_ids(&selected)
+            } else {
+                Vec::new()
+            };
             let before = self.fn_results.len();
             let count = selective.then_some(selected.len());
             match self.run_step(&step, selected, pkg, count, display) {
