@@ -664,16 +664,27 @@ fn settled(resources: &[Node], call: &FunctionCall<'_>) -> bool {
         let Some(annotations) = resource::annotations(node).filter(|a| a.is_mapping()) else {
             return false;
         };
-        let read = |key| resource::annotation_in(Some(annotations), key);
-        let path = read(resource::PATH);
-        let index = read(resource::INDEX);
-        !path.is_empty()
-            && path == read(resource::LEGACY_PATH)
-            && !index.is_empty()
-            && index == read(resource::LEGACY_INDEX)
-            && [resource::ID, resource::LEGACY_ID, resource::MIGRATION_ID]
-                .iter()
-                .all(|key| annotations.get(key).is_none())
+        // One pass over the entries (a DFS root checks the whole tree):
+        // the first entry of each key counts, as a lookup finds it.
+        let mut found: [Option<&Node>; 4] = [None; 4];
+        for (key, value) in annotations.pairs() {
+            let slot = match key.value.as_str() {
+                resource::PATH => 0,
+                resource::LEGACY_PATH => 1,
+                resource::INDEX => 2,
+                resource::LEGACY_INDEX => 3,
+                resource::ID | resource::LEGACY_ID | resource::MIGRATION_ID => return false,
+                _ => continue,
+            };
+            found[slot].get_or_insert(value);
+        }
+        let read = |slot: usize| {
+            found[slot]
+                .filter(|value| value.is_scalar())
+                .map_or("", |value| value.value.as_str())
+        };
+        let (path, index) = (read(0), read(2));
+        !path.is_empty() && path == read(1) && !index.is_empty() && index == read(3)
     };
     if resources.len() >= PARALLEL_FROM {
         resources.par_iter().all(one)
@@ -1111,7 +1122,58 @@ fn reconcile_changed(node: &mut Node, snapshots: &Snapshots) -> Result<(), WireE
 
 #[cfg(test)]
 mod tests {
-    use super::{Snapshot, Snapshots, default_path};
+    use super::{FunctionCall, Snapshot, Snapshots, default_path, settled};
+
+    /// A list is settled when every resource carries path and index on both
+    /// annotations with one value and no id; the first entry of a repeated
+    /// key is the one read.
+    #[test]
+    fn settled_lists_have_matching_bookkeeping_and_no_ids() {
+        let resource = |annotations: &str| {
+            let text = format!("kind: A\nmetadata:\n  annotations:\n{annotations}");
+            crate::yaml::parse_document(&text).unwrap().unwrap()
+        };
+        let both = "    internal.config.kubernetes.io/path: a.yaml\n    config.kubernetes.io/path: a.yaml\n    internal.config.kubernetes.io/index: '0'\n    config.kubernetes.io/index: '0'\n";
+        let call = FunctionCall {
+            function_config: None,
+            in_pipeline: true,
+        };
+        assert!(settled(&[resource(both)], &call));
+        for (extra, why) in [
+            ("    internal.config.kubernetes.io/id: '1'\n", "an id"),
+            ("    config.k8s.io/id: '1'\n", "a legacy id"),
+            (
+                "    internal.config.kubernetes.io/annotations-migration-resource-id: '1'\n",
+                "a migration id",
+            ),
+        ] {
+            assert!(
+                !settled(&[resource(&format!("{both}{extra}"))], &call),
+                "{why}"
+            );
+        }
+        let changed = both.replace(
+            "config.kubernetes.io/path: a.yaml\n    internal",
+            "config.kubernetes.io/path: b.yaml\n    internal",
+        );
+        assert!(!settled(&[resource(&changed)], &call), "paths differ");
+        let no_index = both.replace("    config.kubernetes.io/index: '0'\n", "");
+        assert!(
+            !settled(&[resource(&no_index)], &call),
+            "legacy index missing"
+        );
+        // A repeated key: its first value is read.
+        let repeated = format!("{both}    config.kubernetes.io/path: other.yaml\n");
+        assert!(
+            settled(&[resource(&repeated)], &call),
+            "later value ignored"
+        );
+        let first_differs = format!("    config.kubernetes.io/path: other.yaml\n{both}");
+        assert!(
+            !settled(&[resource(&first_differs)], &call),
+            "first value read"
+        );
+    }
 
     /// A migration id finds its snapshot only in the exact text kpt wrote
     /// (kyaml keys a map by it), and the first value of a key wins.
