@@ -120,19 +120,18 @@ pub enum Resources {
 }
 
 impl Resources {
-    /// The resources, in order.
-    pub fn as_slice(&self) -> &[Node] {
-        match self {
-            Resources::Owned(resources) => resources,
-            Resources::Shared(run) => run.output.as_deref().unwrap_or_default(),
-        }
-    }
-
-    /// The resources as a list of their own (a shared run's are copied).
+    /// The resources as a list of their own (a shared run's are copied, in
+    /// parallel: it is the whole tree).
     pub fn into_owned(self) -> Vec<Node> {
         match self {
             Resources::Owned(resources) => resources,
-            Resources::Shared(run) => run.output.as_deref().unwrap_or_default().to_vec(),
+            Resources::Shared(run) => run
+                .output
+                .as_deref()
+                .unwrap_or_default()
+                .par_iter()
+                .cloned()
+                .collect(),
         }
     }
 }

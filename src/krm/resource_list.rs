@@ -223,10 +223,10 @@ struct ItemEdits<'i> {
 }
 
 impl<'i> ItemEdits<'i> {
-    /// The edits for `root` with `values` set (single-quoted when new, as
-    /// kyaml sets annotations) and the `clear` annotations removed; `None`
-    /// when the result is not just that (a key to set is missing or not a
-    /// scalar, or is set twice).
+    /// The edits for `root` with `values` set on its existing annotations
+    /// and the `clear` annotations removed; `None` when only a copy can
+    /// show the result (a key to set is missing or not a scalar, or is set
+    /// twice).
     fn of(root: &'i Node, values: &[(&str, String)], clear: &[&str]) -> Option<ItemEdits<'i>> {
         let mut edits = ItemEdits {
             values: Vec::with_capacity(values.len()),
@@ -381,8 +381,8 @@ fn encode_chunked(
     function_config: Option<&Node>,
     chunk_len: usize,
 ) -> String {
-    // A stand-in's comments are copies of the item's own, so the item's
-    // own tell where a cut is safe.
+    // An edit only replaces a scalar by a copy with its comments or leaves
+    // an entry out, so the item's own comments tell where a cut is safe.
     let cut_after: Vec<bool> = items
         .par_iter()
         .map(|item| !has_foot_comment(item.node))
