@@ -115,14 +115,7 @@ pub struct FunctionOutput {
 pub fn encode_function_input(items: &[Node], function_config: Option<&Node>) -> String {
     // Written from the items themselves: only one whose annotations kyaml
     // would re-create is copied (see `ItemEdits::of`).
-    let views: Vec<ItemView<'_>> = if items.len() < PARALLEL_ENCODE_FROM {
-        items.iter().map(|item| item_view(item, &[], &[])).collect()
-    } else {
-        items
-            .par_iter()
-            .map(|item| item_view(item, &[], &[]))
-            .collect()
-    };
+    let Ok(views) = item_views(items, no_values, &[]);
     encode_views(items, &views, function_config)
 }
 
@@ -130,7 +123,13 @@ pub fn encode_function_input(items: &[Node], function_config: Option<&Node>) -> 
 /// are kept except `internal.config.kubernetes.io/package-path`; no
 /// `functionConfig`, no `results`.
 pub fn encode_output_list(items: &[Node]) -> String {
-    encode_output_list_owned(items.iter().map(|item| item.root().clone()).collect())
+    let Ok(text) = encode_output_list_adjusted(items, no_values);
+    text
+}
+
+/// No annotation to set, for [`item_views`].
+fn no_values(_: &Node) -> Result<Vec<(&'static str, String)>, std::convert::Infallible> {
+    Ok(Vec::new())
 }
 
 /// [`encode_output_list`] on resources the caller gives up (a render's
@@ -151,20 +150,25 @@ pub fn encode_output_list_adjusted<E: Send>(
     items: &[Node],
     annotations: impl Fn(&Node) -> Result<Vec<(&'static str, String)>, E> + Sync,
 ) -> Result<String, E> {
-    let clear = [resource::PACKAGE_PATH];
-    let views: Vec<Result<ItemView<'_>, E>> = if items.len() < PARALLEL_ENCODE_FROM {
-        items
-            .iter()
-            .map(|item| annotations(item).map(|values| item_view(item, &values, &clear)))
-            .collect()
-    } else {
-        items
-            .par_iter()
-            .map(|item| annotations(item).map(|values| item_view(item, &values, &clear)))
-            .collect()
-    };
-    let views = views.into_iter().collect::<Result<Vec<_>, E>>()?;
+    let views = item_views(items, annotations, &[resource::PACKAGE_PATH])?;
     Ok(encode_views(items, &views, None))
+}
+
+/// How each of `items` is written with the annotations `values` gives it
+/// set and the `clear` ones removed (in parallel for long lists); the first
+/// error in item order.
+fn item_views<'i, E: Send>(
+    items: &'i [Node],
+    values: impl Fn(&Node) -> Result<Vec<(&'static str, String)>, E> + Sync,
+    clear: &[&str],
+) -> Result<Vec<ItemView<'i>>, E> {
+    let view = |item: &'i Node| values(item).map(|values| item_view(item, &values, clear));
+    let views: Vec<Result<ItemView<'i>, E>> = if items.len() < PARALLEL_ENCODE_FROM {
+        items.iter().map(view).collect()
+    } else {
+        items.par_iter().map(view).collect()
+    };
+    views.into_iter().collect()
 }
 
 /// The list of `items`, each written as its view says.
