@@ -385,7 +385,7 @@ impl RenderSession {
                 (Ok(_), true) => Ok(Vec::new()),
                 // The root's output is the whole tree: handed on shared.
                 (Ok(_), false) if *pkg == self.root => {
-                    root_output = Some(Arc::clone(run));
+                    root_output = Some(Arc::clone(&run.0));
                     Ok(Vec::new())
                 }
                 (Ok(output), false) => Ok(output.clone()),
