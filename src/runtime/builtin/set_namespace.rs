@@ -4,6 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use rayon::prelude::*;
+
 use super::sdk::{
     self, FileRef, FnResult, Outcome, ResourceList, ResourceRef, Severity, ensure_mapping,
     go_quote, replace_with_string, split_api_version,
@@ -357,22 +359,53 @@ fn write_path(node: &mut Node, path: &[&str], value: &str) {
     }
 }
 
+/// What the rewrite reads of one item before changing any.
+struct Facts {
+    local_config: bool,
+    scope: Scope,
+    upstream: Result<Option<Upstream>, String>,
+    depends_on: bool,
+}
+
+impl Facts {
+    fn of(item: &Node) -> Facts {
+        Facts {
+            local_config: sdk::is_local_config(item),
+            scope: scope(item),
+            upstream: upstream(item),
+            depends_on: sdk::annotation(item, DEPENDS_ON).is_some(),
+        }
+    }
+}
+
+/// Lists at least this long are read on rayon (a DFS root's step sees the
+/// whole tree's resources).
+const PARALLEL_FROM: usize = 64;
+
 fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failure> {
-    let work: Vec<usize> = (0..items.len())
-        .filter(|&i| !sdk::is_local_config(&items[i]))
-        .collect();
-    let scopes: Vec<Scope> = items.iter().map(scope).collect();
+    // One read of each item, in parallel for long lists.
+    let facts: Vec<Facts> = if items.len() >= PARALLEL_FROM {
+        items.par_iter().map(Facts::of).collect()
+    } else {
+        items.iter().map(Facts::of).collect()
+    };
+    let mut work = Vec::with_capacity(items.len());
+    let mut scopes = Vec::with_capacity(items.len());
     let mut upstreams = Vec::with_capacity(items.len());
-    for item in items.iter() {
-        upstreams.push(upstream(item).map_err(Failure::Abort)?);
+    let mut any_depends_on = false;
+    for (i, facts) in facts.into_iter().enumerate() {
+        if !facts.local_config {
+            work.push(i);
+            any_depends_on |= facts.depends_on;
+        }
+        scopes.push(facts.scope);
+        // The first bad identifier in item order stops the function.
+        upstreams.push(facts.upstream.map_err(Failure::Abort)?);
     }
 
     // Step 1: identities before any change, for depends-on (only read when
     // some item has a depends-on annotation).
     let mut identities = BTreeSet::new();
-    let any_depends_on = work
-        .iter()
-        .any(|&i| sdk::annotation(&items[i], DEPENDS_ON).is_some());
     let identified: &[usize] = if any_depends_on { &work } else { &[] };
     for &i in identified {
         let item = &items[i];
@@ -497,7 +530,8 @@ fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failu
     // Step 4: depends-on annotations.
     let mut depends_old = BTreeSet::new();
     let mut depends_count = 0;
-    for &i in &work {
+    // Step 3 writes no depends-on annotation: without one before, none now.
+    for &i in identified {
         let Some(value) = sdk::annotation(&items[i], DEPENDS_ON) else {
             continue;
         };
@@ -605,4 +639,73 @@ fn parse_depends_on(value: &str) -> Option<DependsOn<'_>> {
             kind,
             name,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Builtin;
+
+    /// A list of `count` ConfigMaps (long enough to be read in parallel),
+    /// with `extra` annotations on some of them by index.
+    fn list(count: usize, extra: &[(usize, &str, &str)]) -> String {
+        let mut text = String::from(
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: fn\n  data:\n    namespace: target\nitems:\n",
+        );
+        for i in 0..count {
+            text.push_str(&format!(
+                "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm{i}\n    namespace: old\n"
+            ));
+            let annotations: Vec<_> = extra.iter().filter(|(at, _, _)| *at == i).collect();
+            if !annotations.is_empty() {
+                text.push_str("    annotations:\n");
+                for (_, key, value) in annotations {
+                    text.push_str(&format!("      {key}: '{value}'\n"));
+                }
+            }
+        }
+        text
+    }
+
+    fn run(input: &str) -> (String, String, i32) {
+        let response = Builtin::SetNamespace.evaluate_bytes(input.as_bytes(), None);
+        (
+            String::from_utf8_lossy(&response.stdout).into_owned(),
+            String::from_utf8_lossy(&response.stderr).into_owned(),
+            response.exit_code,
+        )
+    }
+
+    #[test]
+    fn a_long_list_is_rewritten_with_its_depends_on_annotations() {
+        let (stdout, _, exit_code) = run(&list(
+            100,
+            &[(90, super::DEPENDS_ON, "/namespaces/old/ConfigMap/cm5")],
+        ));
+        assert_eq!(exit_code, 0);
+        for i in 0..100 {
+            assert!(
+                stdout.contains(&format!("name: cm{i}\n    namespace: target\n")),
+                "cm{i}: {stdout}"
+            );
+        }
+        assert!(stdout.contains("depends-on: /namespaces/target/ConfigMap/cm5\n"));
+        assert!(stdout.contains("namespace [old] updated to \"target\", 100 value(s) changed"));
+        assert!(stdout.contains(
+            "`depends-on` annotation namespace [old] updated to \"target\", 1 value(s) changed"
+        ));
+    }
+
+    #[test]
+    fn the_first_bad_upstream_identifier_in_item_order_stops_the_function() {
+        let (_, stderr, exit_code) = run(&list(
+            100,
+            &[
+                (70, super::UPSTREAM_IDENTIFIER, "first|bad"),
+                (80, super::UPSTREAM_IDENTIFIER, "second|bad"),
+            ],
+        ));
+        assert_eq!(exit_code, 1);
+        assert!(stderr.contains("first|bad"), "{stderr}");
+        assert!(!stderr.contains("second|bad"), "{stderr}");
+    }
 }
