@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use krender::krm::function_filter::{
-    EvaluatedStep, FunctionCall, native_difference, run_wire, runs_natively,
+    EvaluatedStep, FunctionCall, SettledList, native_difference, run_evaluator_known, run_wire,
+    runs_natively,
 };
 use krender::krm::resource_list::decode_function_output;
 use krender::pkg::reader::{ReadOptions, read_package};
@@ -70,11 +71,13 @@ fn package_dirs(root: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
+/// One step, natively (`Some`, with what the previous native step knew of
+/// its output, as the hydrator passes it on) or on the wire (`None`).
 fn step(
     builtin: Builtin,
     resources: Vec<Node>,
     config: Option<&Node>,
-    native: bool,
+    native: Option<Option<SettledList>>,
 ) -> Result<EvaluatedStep, krender::runtime::EvalError> {
     let image = format!("{DEFAULT_IMAGE_PREFIX}{}:latest", builtin.name());
     let evaluator = BuiltinEvaluator::default();
@@ -84,32 +87,38 @@ fn step(
         function_config: config,
         in_pipeline: true,
     };
-    if native {
-        // What run_evaluator_owned does by default, which takes the wire
-        // for resources known not to survive it.
-        krender::krm::function_filter::run_evaluator_owned(
-            &evaluator, target, resources, call, TIMEOUT,
-        )
-    } else {
-        run_wire(&evaluator, target, resources, call, TIMEOUT)
+    match native {
+        // What the hydrator does by default, which takes the wire for
+        // resources known not to survive it.
+        Some(known) => run_evaluator_known(&evaluator, target, resources, call, TIMEOUT, known),
+        None => run_wire(&evaluator, target, resources, call, TIMEOUT),
     }
 }
+
+/// Native steps that ran on a list described by the previous step's
+/// [`SettledList`] (see [`compare`]).
+static KNOWN_STEPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Runs `resources` through `first` then `second`, both ways, and reports
 /// any difference after each step.
 fn compare(label: &str, resources: &[Node], steps: &[(Builtin, Option<Node>)]) -> Vec<String> {
     let mut failures = Vec::new();
     let (mut wire_items, mut native_items) = (resources.to_vec(), resources.to_vec());
+    let mut known = None;
     for (builtin, config) in steps {
-        let wire = step(*builtin, wire_items, config.as_ref(), false);
-        let native = step(*builtin, native_items, config.as_ref(), true);
+        if known.is_some() {
+            KNOWN_STEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let wire = step(*builtin, wire_items, config.as_ref(), None);
+        let native = step(*builtin, native_items, config.as_ref(), Some(known.take()));
         if let Some(difference) = native_difference(&wire, &native) {
             failures.push(format!("{label} / {}: {difference}", builtin.name()));
             break;
         }
         match (wire, native) {
-            (Ok(wire), Ok(native)) => match (wire.output, native.output) {
-                (Ok(wire), Ok(native)) if !wire.is_empty() => {
+            (Ok(wire), Ok(native)) => match (wire.output, native.output, native.settled) {
+                (Ok(wire), Ok(native), settled) if !wire.is_empty() => {
+                    known = settled;
                     wire_items = wire;
                     native_items = native;
                 }
@@ -167,6 +176,12 @@ fn native_builtins_match_the_wire_on_every_package() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // Second steps after a settled native step took the hydrator's path.
+    let known = KNOWN_STEPS.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        known > packages.len(),
+        "only {known} steps ran on a known list"
+    );
 }
 
 #[test]

@@ -418,6 +418,7 @@ fn run_function(
         Some(config),
         true,
         crate::hydrate::RenderOptions::default().timeout,
+        None,
     );
     let elapsed = started.elapsed();
     let mut fn_result = FnResult {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::krm::function_filter::{FunctionCall, run_evaluator_owned};
+use crate::krm::function_filter::{FunctionCall, SettledList, run_evaluator_known};
 use crate::krm::resource_list::{
     decode_function_output, encode_output_list, encode_output_list_owned, unwrap_output_list,
 };
@@ -42,11 +42,14 @@ pub(crate) struct FilterRun {
     pub(crate) stderr: String,
     /// The function's exit code.
     pub(crate) exit_code: i32,
+    /// What a settled native step knows of its output (see [`SettledList`]).
+    pub(crate) settled: Option<SettledList>,
 }
 
 /// Runs one function over `items` with kyaml's FunctionFilter round trip
 /// (`krm::function_filter`). Mutators run inside kyaml's pipeline
-/// (`in_pipeline`), validators do not.
+/// (`in_pipeline`), validators do not. `known` is what the previous step
+/// knew of `items`, its whole output handed on.
 pub(crate) fn run_filter(
     evaluator: &dyn Evaluator,
     target: FunctionTarget<'_>,
@@ -54,17 +57,19 @@ pub(crate) fn run_filter(
     function_config: Option<&Node>,
     in_pipeline: bool,
     timeout: Duration,
+    known: Option<SettledList>,
 ) -> Result<FilterRun, EvalError> {
     let call = FunctionCall {
         function_config,
         in_pipeline,
     };
-    let step = run_evaluator_owned(evaluator, target, items, call, timeout)?;
+    let step = run_evaluator_known(evaluator, target, items, call, timeout, known)?;
     Ok(FilterRun {
         output: step.output.map_err(|error| error.to_string()),
         results: step.results,
         stderr: String::from_utf8_lossy(&step.stderr).into_owned(),
         exit_code: step.exit_code,
+        settled: step.settled,
     })
 }
 

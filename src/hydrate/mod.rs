@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use crate::krm::function_filter::SettledList;
 use crate::krm::resource::{self, clean_path};
 use crate::pkg::kptfile::{self, Function, Kptfile, KptfileError};
 use crate::pkg::tree;
@@ -194,6 +195,9 @@ struct Hydrator<'a, 'w> {
     /// step's input is then made of checked, unchanged resources, so
     /// checking it again cannot fail.
     input_checked: bool,
+    /// What the last step that ran knew of its output, if it was a settled
+    /// native step (see [`SettledList`]).
+    settled_output: Option<SettledList>,
 }
 
 /// What the engine computed ahead of the walk.
@@ -491,6 +495,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             known_subpackages: precomputed.subpackages,
             bfs_memo: None,
             input_checked: false,
+            settled_output: None,
         }
     }
 
@@ -863,6 +868,9 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         let mutators = &node.kptfile.pipeline.mutators;
         // kpt builds every runner before running any (fnChain).
         let mut prepared = Vec::new();
+        // What the previous step knew of its output, while the whole output
+        // is this step's input.
+        let mut known: Option<SettledList> = None;
         for function in mutators {
             match self.prepare(function, pkg) {
                 Ok(step) => prepared.push(step),
@@ -900,11 +908,13 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             // Without selectors every resource goes to the step; the list is
             // handed over rather than copied unless save-on-failure may need
             // it back.
-            let selected: Vec<Node> = if !selective && !self.save_on_failure {
+            let handed_over = !selective && !self.save_on_failure;
+            let selected: Vec<Node> = if handed_over {
                 std::mem::take(&mut input)
             } else {
                 select::pick(&input, &function.selectors, &function.exclude)
             };
+            let known_input = if handed_over { known.take() } else { None };
             // Only a selective step's output is merged back by these ids.
             let selected_ids = if selective {
                 select::resource_ids(&selected)
@@ -913,10 +923,12 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             };
             let before = self.fn_results.len();
             let count = selective.then_some(selected.len());
-            match self.run_step(&step, selected, pkg, count, display) {
+            match self.run_step(&step, selected, pkg, count, display, known_input) {
                 Ok(output) => {
                     self.executed += 1;
                     self.mutation_steps.push(self.capture(&step, before, None));
+                    // Valid while the whole output goes on to the next step.
+                    known = self.settled_output.take().filter(|_| !selective);
                     if selective {
                         // Checked: the step's output, and the unselected
                         // resources only if the whole list was before.
@@ -973,7 +985,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             };
             let before = self.fn_results.len();
             let count = function.has_selection().then_some(selected.len());
-            match self.run_step(&step, selected, pkg, count, display) {
+            match self.run_step(&step, selected, pkg, count, display, None) {
                 Ok(_) => {
                     self.executed += 1;
                     self.validation_steps
@@ -1041,6 +1053,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         pkg: &Path,
         selected_count: Option<usize>,
         display: &str,
+        known: Option<SettledList>,
     ) -> Result<Vec<Node>, StepFailure> {
         let name = step.display_name().to_owned();
         self.printer.running(&name, selected_count, Some(display));
@@ -1050,7 +1063,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             exec: step.function.exec.clone(),
             ..FnResult::default()
         };
-        let outcome = self.call(step, input, pkg, &mut fn_result);
+        let outcome = self.call(step, input, pkg, &mut fn_result, known);
         let elapsed = started.elapsed();
         match outcome {
             Ok(output) => {
@@ -1096,7 +1109,9 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         input: Vec<Node>,
         pkg: &Path,
         fn_result: &mut FnResult,
+        known: Option<SettledList>,
     ) -> Result<Vec<Node>, CallError> {
+        self.settled_output = None;
         if !self.input_checked
             && let Err(message) = check_all_krm(&input)
         {
@@ -1119,6 +1134,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             step.config.as_ref(),
             step.mutator,
             self.options.timeout,
+            known,
         ) {
             Ok(run) => run,
             Err(error) => {
@@ -1155,6 +1171,8 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             });
         }
         fn_result.exit_code = 0;
+        // The output check only claimed resources for `pkg` (see SettledList).
+        self.settled_output = run.settled;
         Ok(output)
     }
 

@@ -43,7 +43,7 @@ use std::time::Duration;
 use rayon::prelude::*;
 
 use super::comments::copy_comments;
-use super::order::{rearrange_head_comments, sync_order};
+use super::order::{rearrange_head_comments, rearrange_sequence_items, sync_order};
 use super::resource::{self, annotation, clean_path, remove_annotation};
 use super::resource_list::{
     WireError, clear_empty_annotations_only, copy_legacy_annotations, decode_function_output,
@@ -356,6 +356,9 @@ pub struct EvaluatedStep {
     pub stderr: Vec<u8>,
     /// The function's exit code.
     pub exit_code: i32,
+    /// Set by a settled native step: what it knows of its output (see
+    /// [`SettledList`]).
+    pub settled: Option<SettledList>,
 }
 
 /// Runs one step through `evaluator`: [`run_function`] with the evaluator
@@ -385,6 +388,19 @@ pub fn run_evaluator_owned(
     call: FunctionCall<'_>,
     timeout: Duration,
 ) -> Result<EvaluatedStep, EvalError> {
+    run_evaluator_known(evaluator, target, resources, call, timeout, None)
+}
+
+/// [`run_evaluator_owned`] on the unchanged output of a settled native
+/// step, with what that step knew of it (see [`SettledList`]).
+pub fn run_evaluator_known(
+    evaluator: &dyn Evaluator,
+    target: FunctionTarget<'_>,
+    resources: Vec<Node>,
+    call: FunctionCall<'_>,
+    timeout: Duration,
+    known: Option<SettledList>,
+) -> Result<EvaluatedStep, EvalError> {
     let mode = NativeMode::from_environment();
     let builtin = match mode {
         NativeMode::Off => None,
@@ -392,18 +408,20 @@ pub fn run_evaluator_owned(
     };
     // One walk over the resources decides both whether the step may run
     // natively and whether the builtin may edit them in place.
-    let shape = match builtin {
-        Some(_) => Shape::of_list(&resources),
-        None => Shape::NONE,
+    let shape = match (builtin, known) {
+        (None, _) => Shape::NONE,
+        (Some(_), Some(known)) => known.shape,
+        (Some(_), None) => Shape::of_list(&resources),
     };
     let Some(builtin) = builtin.filter(|_| shape.survives_wire) else {
         return run_wire(evaluator, target, resources, call, timeout);
     };
+    let known_settled = known.is_some();
     if mode != NativeMode::Verify {
-        return run_native_shaped(builtin, resources, call, timeout, shape);
+        return run_native_shaped(builtin, resources, call, timeout, shape, known_settled);
     }
     let wire = run_wire(evaluator, target, resources.clone(), call, timeout);
-    let native = run_native_shaped(builtin, resources, call, timeout, shape);
+    let native = run_native_shaped(builtin, resources, call, timeout, shape, known_settled);
     // A difference fails the step, loudly: verify mode exists to find one.
     match native_difference(&wire, &native) {
         Some(difference) => Err(EvalError::System(format!(
@@ -480,6 +498,14 @@ impl Shape {
         if *self == Shape::NONE {
             return;
         }
+        self.visit_one(node);
+        for child in &node.content {
+            self.visit(child);
+        }
+    }
+
+    /// The checks of [`Shape::visit`] on `node` itself.
+    fn visit_one(&mut self, node: &Node) {
         if !node.foot_comment.is_empty() || node.style.contains(crate::yaml::node::Style::FOLDED) {
             self.survives_wire = false;
         }
@@ -498,8 +524,24 @@ impl Shape {
                 }
             }
         }
-        for child in &node.content {
-            self.visit(child);
+    }
+
+    /// [`rearrange_head_comments`] on `node` and [`Shape::visit`] in one
+    /// walk. The rearrangement only moves head comments, which the shape
+    /// does not read.
+    fn visit_rearranging(&mut self, node: &mut Node) {
+        match node.kind {
+            NodeKind::Document | NodeKind::Mapping => {
+                self.visit_one(node);
+                for child in &mut node.content {
+                    self.visit_rearranging(child);
+                }
+            }
+            NodeKind::Sequence => {
+                rearrange_sequence_items(node);
+                self.visit(node);
+            }
+            NodeKind::Scalar | NodeKind::Alias => self.visit(node),
         }
     }
 }
@@ -577,22 +619,25 @@ pub fn run_native(
     timeout: Duration,
 ) -> Result<EvaluatedStep, EvalError> {
     let shape = Shape::of_list(&resources);
-    run_native_shaped(builtin, resources, call, timeout, shape)
+    run_native_shaped(builtin, resources, call, timeout, shape, false)
 }
 
-/// [`run_native`] with the resources' [`Shape`] already known.
+/// [`run_native`] with the resources' [`Shape`] already known, and their
+/// bookkeeping known to be settled when `known_settled` (see [`settled`]).
 fn run_native_shaped(
     builtin: Builtin,
     resources: Vec<Node>,
     call: FunctionCall<'_>,
     timeout: Duration,
     shape: Shape,
+    known_settled: bool,
 ) -> Result<EvaluatedStep, EvalError> {
     if builtin.edits_in_place()
         && builtin.ignores_bookkeeping()
         && call.in_pipeline
         && shape.plain_keys
-        && settled(&resources, &call)
+        && !config_is_a_resource(&resources, &call)
+        && (known_settled || bookkeeping_settled(&resources))
     {
         return run_native_settled(builtin, resources, call, timeout);
     }
@@ -644,15 +689,22 @@ fn run_native_shaped(
 /// them restores the order), the legacy/internal copies and the
 /// reconciliation find the pairs equal and unchanged, the annotation format
 /// keeps both forms, and the default path is never needed.
+#[cfg(test)]
 fn settled(resources: &[Node], call: &FunctionCall<'_>) -> bool {
-    let config_is_a_resource = call.function_config.is_some_and(|config| {
+    !config_is_a_resource(resources, call) && bookkeeping_settled(resources)
+}
+
+/// Whether the call's function config is one of `resources` (by value).
+fn config_is_a_resource(resources: &[Node], call: &FunctionCall<'_>) -> bool {
+    call.function_config.is_some_and(|config| {
         resources
             .iter()
             .any(|resource| resource.root() == config.root())
-    });
-    if config_is_a_resource {
-        return false;
-    }
+    })
+}
+
+/// The per-resource half of [`settled`].
+fn bookkeeping_settled(resources: &[Node]) -> bool {
     let one = |node: &Node| {
         if node.kind == NodeKind::Document
             && !(node.head_comment.is_empty()
@@ -706,23 +758,42 @@ fn run_native_settled(
 ) -> Result<EvaluatedStep, EvalError> {
     let items: Vec<Node> = resources.into_iter().map(Node::into_root).collect();
     let outcome = builtin.run_native(items, call.function_config, timeout)?;
-    let output = if outcome.exit_code == 0 {
+    let (output, settled) = if outcome.exit_code == 0 {
         let mut resources = outcome.items;
-        per_resource(&mut resources, |_, output| {
-            rearrange_head_comments(output.root_mut());
+        // The rearrangement's walk also finds the output's shape, for the
+        // next step (see SettledList).
+        let shapes = per_resource(&mut resources, |_, output| {
+            let mut shape = Shape::ALL;
+            shape.visit_rearranging(output.root_mut());
+            shape
         });
-        resources
+        let shape = shapes.into_iter().fold(Shape::ALL, Shape::and);
+        (resources, Some(SettledList { shape }))
     } else {
         // A failing function's items are not used (see `evaluated`).
         drop_resources(outcome.items);
-        Vec::new()
+        (Vec::new(), None)
     };
     Ok(EvaluatedStep {
         output: Ok(output),
         results: outcome.results,
         stderr: outcome.stderr,
         exit_code: outcome.exit_code,
+        settled,
     })
+}
+
+/// What a settled native step ([`run_native_settled`]) knows of its output
+/// without another walk: its [`Shape`], found in the walk that rearranged
+/// its head comments, and that its bookkeeping is still [`settled`] (the
+/// builtin ignores it). A caller that hands the whole output on to the next
+/// step, having at most claimed resources without a package path for its
+/// package (a new or filled-in annotation, which neither fact depends on),
+/// passes it to [`run_evaluator_known`]: at a DFS root both are walks over
+/// the whole tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SettledList {
+    shape: Shape,
 }
 
 fn exit_status(exit_code: i32) -> Result<(), ExitFailure> {
@@ -819,6 +890,7 @@ fn evaluated(
         results,
         stderr,
         exit_code,
+        settled: None,
     }
 }
 

@@ -134,26 +134,31 @@ pub(crate) fn rearrange_head_comments(node: &mut Node) {
                 rearrange_head_comments(child);
             }
         }
-        NodeKind::Sequence => {
-            for item in &mut node.content {
-                let Some(first) = item.content.first() else {
-                    continue;
-                };
-                if first.kind != NodeKind::Scalar {
-                    continue;
-                }
-                if item.head_comment.is_empty() {
-                    item.head_comment = first.head_comment.clone();
-                    continue;
-                }
-                if !first.head_comment.is_empty() {
-                    let moved = std::mem::take(&mut item.content[0].head_comment);
-                    item.head_comment.push('\n');
-                    item.head_comment.push_str(&moved);
-                }
-            }
-        }
+        NodeKind::Sequence => rearrange_sequence_items(node),
         _ => {}
+    }
+}
+
+/// The sequence step of [`rearrange_head_comments`]: each item whose first
+/// child is a scalar gets that child's head comment (kyaml does not descend
+/// further into a sequence).
+pub(crate) fn rearrange_sequence_items(sequence: &mut Node) {
+    for item in &mut sequence.content {
+        let Some(first) = item.content.first() else {
+            continue;
+        };
+        if first.kind != NodeKind::Scalar {
+            continue;
+        }
+        if item.head_comment.is_empty() {
+            item.head_comment = first.head_comment.clone();
+            continue;
+        }
+        if !first.head_comment.is_empty() {
+            let moved = std::mem::take(&mut item.content[0].head_comment);
+            item.head_comment.push('\n');
+            item.head_comment.push_str(&moved);
+        }
     }
 }
 
