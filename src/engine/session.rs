@@ -22,7 +22,10 @@ use salsa::Setter;
 use super::db::{Db, PackageSource, RenderContext, RenderDb, rendered_package};
 use super::levels::levels;
 use super::stamps::{FileStamps, StampedReader};
-use crate::hydrate::{self, BfsMemo, PackageRun, Precomputed, RenderOutcome, Runtimes};
+use crate::hydrate::{
+    self, BfsMemo, PackageRun, Precomputed, RenderOutcome, Runtimes, SharedOutput,
+};
+use crate::krm::resource_list::ItemTexts;
 use crate::pkg::kptfile::{self, KPTFILE_NAME, Kptfile};
 use crate::pkg::reader::{PackageFile, list_package_files};
 use crate::pkg::tree;
@@ -62,6 +65,8 @@ pub struct RenderSession {
     /// The last BFS render's pipeline runs (BFS trees render in the walk,
     /// which reuses the runs whose inputs did not change).
     bfs_memo: std::sync::Mutex<BfsMemo>,
+    /// The texts of the last `-o stdout` list written from the root's run.
+    item_texts: Arc<ItemTexts>,
     /// The last refresh's file stamps: unchanged files are not read again.
     stamps: FileStamps,
 }
@@ -108,6 +113,7 @@ impl RenderSession {
             runs: Arc::default(),
             progress: None,
             bfs_memo: std::sync::Mutex::default(),
+            item_texts: Arc::default(),
             stamps: FileStamps::default(),
         }
     }
@@ -385,7 +391,10 @@ impl RenderSession {
                 (Ok(_), true) => Ok(Vec::new()),
                 // The root's output is the whole tree: handed on shared.
                 (Ok(_), false) if *pkg == self.root => {
-                    root_output = Some(Arc::clone(&run.0));
+                    root_output = Some(SharedOutput {
+                        run: Arc::clone(&run.0),
+                        texts: Arc::clone(&self.item_texts),
+                    });
                     Ok(Vec::new())
                 }
                 (Ok(output), false) => Ok(output.clone()),

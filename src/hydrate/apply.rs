@@ -14,7 +14,7 @@ use super::results::{StepRecord, result_list_node};
 use super::{HydrateError, RenderOutcome, Report, Resources, bridge};
 use crate::krm::resource;
 use crate::krm::resource::clean_path;
-use crate::krm::resource_list::encode_output_list_adjusted;
+use crate::krm::resource_list::encode_output_list_remembered;
 use crate::lifecycle::draft;
 use crate::pkg::kptfile::{self, Condition, Kptfile};
 use crate::yaml::SeqIndent;
@@ -91,9 +91,9 @@ pub fn apply(
     let resources = match outcome.resources.take() {
         // A list the engine still holds goes to stdout without a copy: only
         // each item's annotations are copied and adjusted.
-        Some(Resources::Shared(run)) if *output == Output::Stdout && outcome.error.is_none() => {
-            let items = run.output.as_deref().unwrap_or_default();
-            let text = encode_output_list_adjusted(items, |item| {
+        Some(Resources::Shared(shared)) if *output == Output::Stdout && outcome.error.is_none() => {
+            let items = shared.run.output.as_deref().unwrap_or_default();
+            let adjusted = |item: &crate::yaml::node::Node| {
                 let path = adjusted_path(&root, item)?;
                 let mut values = vec![
                     (resource::PATH, path.clone()),
@@ -103,8 +103,9 @@ pub fn apply(
                     values.push((CNRM_ANNOTATION, value));
                 }
                 Ok(values)
-            })
-            .map_err(|message| ApplyError::Write { message })?;
+            };
+            let text = encode_output_list_remembered(items, adjusted, &shared.texts)
+                .map_err(|message| ApplyError::Write { message })?;
             let _ = stdout.write_all(text.as_bytes());
             let _ = stdout.flush();
             save_results(results_dir, &outcome, log);

@@ -25,6 +25,7 @@ use rayon::prelude::*;
 
 use crate::krm::function_filter::SettledList;
 use crate::krm::resource::{self, clean_path};
+use crate::krm::resource_list::ItemTexts;
 use crate::pkg::kptfile::{self, Function, Kptfile, KptfileError};
 use crate::pkg::tree;
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
@@ -117,7 +118,18 @@ pub enum Resources {
     /// Resources the outcome owns.
     Owned(Vec<Node>),
     /// The output of a successful run held elsewhere too.
-    Shared(Arc<PackageRun>),
+    Shared(SharedOutput),
+}
+
+/// A successful run the engine keeps, and the texts of the last list
+/// written from the engine's root output (see
+/// [`crate::krm::resource_list::encode_output_list_remembered`]).
+#[derive(Clone, Debug)]
+pub struct SharedOutput {
+    /// The run.
+    pub run: Arc<PackageRun>,
+    /// The texts, kept by the engine from one render to the next.
+    pub texts: Arc<ItemTexts>,
 }
 
 impl Resources {
@@ -126,7 +138,8 @@ impl Resources {
     pub fn into_owned(self) -> Vec<Node> {
         match self {
             Resources::Owned(resources) => resources,
-            Resources::Shared(run) => run
+            Resources::Shared(shared) => shared
+                .run
                 .output
                 .as_deref()
                 .unwrap_or_default()
@@ -214,7 +227,7 @@ pub struct Precomputed {
     /// The root's successful run, when the engine keeps it: its entry in
     /// `runs` then carries an empty output, and a walk that adopts it hands
     /// on this run's output as [`Resources::Shared`] instead of a copy.
-    pub root_output: Option<Arc<PackageRun>>,
+    pub root_output: Option<SharedOutput>,
 }
 
 /// A BFS render's pipeline runs, kept for the next render of the same tree

@@ -154,6 +154,122 @@ pub fn encode_output_list_adjusted<E: Send>(
     Ok(encode_views(items, &views, None))
 }
 
+/// [`encode_output_list_adjusted`], taking each item's text from `texts`
+/// where an earlier list written with them had an item written from the
+/// same fields (with the same edits), and adding this list's texts to
+/// `texts` (older ones are dropped once there are twice as many texts as
+/// items). A watch session writes the whole tree's list after every edit,
+/// and most items come out as they did last time: finding that out (a walk
+/// over each item and a blake3 hash) costs a fraction of writing them.
+pub fn encode_output_list_remembered<E: Send>(
+    items: &[Node],
+    annotations: impl Fn(&Node) -> Result<Vec<(&'static str, String)>, E> + Sync,
+    texts: &ItemTexts,
+) -> Result<String, E> {
+    let views = item_views(items, annotations, &[resource::PACKAGE_PATH])?;
+    let edits: Vec<Vec<Edit<'_>>> = views.iter().map(ItemView::edits).collect();
+    let spliced = spliced_items(items, &views, &edits);
+    Ok(encode_remembered(&spliced, texts).unwrap_or_else(|| encode_items(&spliced, None)))
+}
+
+/// The texts of the items of the lists written with them, by blake3 of
+/// what each item is written from ([`crate::yaml::encoder::spliced_item_fingerprint`]).
+/// A key covers a run of items where the list cannot be cut between them
+/// (see [`encode_chunked`]); usually one item.
+#[derive(Default)]
+pub struct ItemTexts {
+    texts: std::sync::Mutex<std::collections::HashMap<blake3::Hash, std::sync::Arc<str>>>,
+}
+
+impl ItemTexts {
+    /// How many texts are kept.
+    pub fn len(&self) -> usize {
+        self.texts.lock().map_or(0, |texts| texts.len())
+    }
+
+    /// True when none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::fmt::Debug for ItemTexts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ItemTexts")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+/// The list of `items` from `texts` and, for the items not there, the
+/// encoder; `None` where `texts` cannot be used (the caller writes the list
+/// itself).
+fn encode_remembered(items: &[SplicedItem<'_>], texts: &ItemTexts) -> Option<String> {
+    use std::sync::Arc;
+    if items.len() < PARALLEL_ENCODE_FROM {
+        return None;
+    }
+    // One walk over each item gives both its key and whether the list may
+    // be cut after it (no foot comment written).
+    let facts: Vec<(blake3::Hash, bool)> = items
+        .par_iter()
+        .map_init(Vec::new, |buffer, item| {
+            buffer.clear();
+            let foot = crate::yaml::encoder::spliced_item_fingerprint(item, buffer);
+            (blake3::hash(buffer), !foot)
+        })
+        .collect();
+    let cut_after: Vec<bool> = facts.iter().map(|(_, cut)| *cut).collect();
+    let runs = cut_where(items, 1, &cut_after);
+    let mut keys = Vec::with_capacity(runs.len());
+    let mut start = 0;
+    for run in &runs {
+        let hashes = &facts[start..start + run.len()];
+        start += run.len();
+        keys.push(match hashes {
+            [(hash, _)] => *hash,
+            _ => {
+                let mut hasher = blake3::Hasher::new();
+                for (hash, _) in hashes {
+                    hasher.update(hash.as_bytes());
+                }
+                hasher.finalize()
+            }
+        });
+    }
+    let known: Vec<Option<Arc<str>>> = {
+        let map = texts.texts.lock().ok()?;
+        keys.iter().map(|key| map.get(key).cloned()).collect()
+    };
+    let bodies: Vec<Option<Arc<str>>> = runs
+        .par_iter()
+        .zip(known)
+        .map(|(run, known)| {
+            known.or_else(|| {
+                // Each run written as a list of its own, as a chunk is.
+                let text = encode_wrapped(run, None);
+                text.strip_prefix(LIST_HEADER).map(Arc::from)
+            })
+        })
+        .collect();
+    let bodies: Vec<Arc<str>> = bodies.into_iter().collect::<Option<_>>()?;
+    let length = bodies.iter().map(|body| body.len()).sum::<usize>();
+    let mut out = String::with_capacity(LIST_HEADER.len() + length);
+    out.push_str(LIST_HEADER);
+    for body in &bodies {
+        out.push_str(body);
+    }
+    // Keep this list's texts; drop the older ones once they outnumber it.
+    let mut map = texts.texts.lock().ok()?;
+    if map.len() > 2 * keys.len() {
+        map.clear();
+    }
+    for (key, body) in keys.into_iter().zip(bodies) {
+        map.entry(key).or_insert(body);
+    }
+    Some(out)
+}
+
 /// How each of `items` is written with the annotations `values` gives it
 /// set and the `clear` ones removed (in parallel for long lists); the first
 /// error in item order.
@@ -174,10 +290,19 @@ fn item_views<'i, E: Send>(
 /// The list of `items`, each written as its view says.
 fn encode_views(items: &[Node], views: &[ItemView<'_>], function_config: Option<&Node>) -> String {
     let edits: Vec<Vec<Edit<'_>>> = views.iter().map(ItemView::edits).collect();
-    let spliced: Vec<SplicedItem<'_>> = items
+    encode_items(&spliced_items(items, views, &edits), function_config)
+}
+
+/// Each of `items` as its view writes it, with the view's `edits`.
+fn spliced_items<'a>(
+    items: &'a [Node],
+    views: &'a [ItemView<'_>],
+    edits: &'a [Vec<Edit<'a>>],
+) -> Vec<SplicedItem<'a>> {
+    items
         .iter()
         .zip(views)
-        .zip(&edits)
+        .zip(edits)
         .map(|((item, view), edits)| SplicedItem {
             node: match view {
                 ItemView::Copy(copy) => copy,
@@ -185,8 +310,7 @@ fn encode_views(items: &[Node], views: &[ItemView<'_>], function_config: Option<
             },
             edits,
         })
-        .collect();
-    encode_items(&spliced, function_config)
+        .collect()
 }
 
 /// How `item` is written with `values` set and `clear` removed.
@@ -385,28 +509,7 @@ fn encode_chunked(
     function_config: Option<&Node>,
     chunk_len: usize,
 ) -> String {
-    // An edit only replaces a scalar by a copy with its comments or leaves
-    // an entry out, so the item's own comments tell where a cut is safe.
-    let cut_after: Vec<bool> = items
-        .par_iter()
-        .map(|item| !has_foot_comment(item.node))
-        .collect();
-    let cut_before: Vec<bool> = items
-        .par_iter()
-        .map(|item| item.node.head_comment.is_empty())
-        .collect();
-    let mut chunks: Vec<&[SplicedItem<'_>]> = Vec::new();
-    let mut start = 0;
-    for i in 0..items.len() {
-        let can_cut = i + 1 < items.len()
-            && cut_after.get(i).copied().unwrap_or(false)
-            && cut_before.get(i + 1).copied().unwrap_or(false);
-        if i + 1 - start >= chunk_len && can_cut {
-            chunks.push(&items[start..=i]);
-            start = i + 1;
-        }
-    }
-    chunks.push(&items[start..]);
+    let chunks = cut(items, chunk_len);
     let last = chunks.len() - 1;
     let texts: Vec<String> = chunks
         .into_par_iter()
@@ -424,6 +527,41 @@ fn encode_chunked(
         joined.push_str(body);
     }
     joined
+}
+
+/// `items` cut into runs of at least `chunk_len` items (but the last),
+/// only where the list can be cut (see [`encode_chunked`]).
+fn cut<'s, 'n>(items: &'s [SplicedItem<'n>], chunk_len: usize) -> Vec<&'s [SplicedItem<'n>]> {
+    // An edit only replaces a scalar by a copy with its comments or leaves
+    // an entry out, so the item's own comments tell where a cut is safe.
+    let cut_after: Vec<bool> = items
+        .par_iter()
+        .map(|item| !has_foot_comment(item.node))
+        .collect();
+    cut_where(items, chunk_len, &cut_after)
+}
+
+/// [`cut`] with whether a cut may follow each item already known (no foot
+/// comment written); a cut may also not precede an item with a head
+/// comment.
+fn cut_where<'s, 'n>(
+    items: &'s [SplicedItem<'n>],
+    chunk_len: usize,
+    cut_after: &[bool],
+) -> Vec<&'s [SplicedItem<'n>]> {
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    for i in 0..items.len() {
+        let can_cut = i + 1 < items.len()
+            && cut_after.get(i).copied().unwrap_or(false)
+            && items[i + 1].node.head_comment.is_empty();
+        if i + 1 - start >= chunk_len && can_cut {
+            chunks.push(&items[start..=i]);
+            start = i + 1;
+        }
+    }
+    chunks.push(&items[start..]);
+    chunks
 }
 
 fn has_foot_comment(node: &Node) -> bool {
@@ -632,9 +770,10 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::{
-        WireError, as_spliced, config_map_function_config, encode_chunked, encode_function_input,
-        encode_list, encode_output_list_adjusted, encode_output_list_owned, encode_wrapped,
-        resource, set_annotation, split_documents, wire_item,
+        ItemTexts, WireError, as_spliced, config_map_function_config, encode_chunked,
+        encode_function_input, encode_list, encode_output_list_adjusted, encode_output_list_owned,
+        encode_output_list_remembered, encode_wrapped, resource, set_annotation, split_documents,
+        wire_item,
     };
     use crate::yaml::node::{Node, NodeKind, Style, tag};
 
@@ -802,6 +941,45 @@ metadata:
             );
         }
         assert!(items.len() > 300, "only {} documents", items.len());
+        // Remembered texts: a first list fills them; a second, with one
+        // item's value changed, another's comment, and other new values for
+        // a third, is written as the copies are, not from stale texts.
+        let texts = ItemTexts::default();
+        assert_eq!(
+            encode_output_list_remembered(&items, values, &texts).unwrap(),
+            encode_output_list_owned(copies(&items)),
+        );
+        assert!(texts.len() > 300, "{} texts", texts.len());
+        let mut changed = items.clone();
+        changed[20]
+            .root_mut()
+            .set("kind", Node::new_string("Changed"));
+        if let Some(kind) = changed[30].root_mut().get_mut("kind") {
+            kind.line_comment = "# changed".into();
+        }
+        let moved = |item: &Node| -> Result<Vec<(&'static str, String)>, String> {
+            let mut values = values(item)?;
+            if item.root().get_str(&["metadata", "name"]) == Some("plain") {
+                values = vec![(resource::PATH, "moved.yaml".to_owned())];
+            }
+            Ok(values)
+        };
+        let copies_moved: Vec<Node> = changed
+            .iter()
+            .map(|item| {
+                let mut copy = item.clone();
+                for (key, value) in moved(item).unwrap() {
+                    set_annotation(&mut copy, key, &value, Style::SINGLE_QUOTED);
+                }
+                copy
+            })
+            .collect();
+        let expected = encode_output_list_owned(copies_moved);
+        assert!(expected.contains("kind: Changed") && expected.contains("# changed"));
+        assert_eq!(
+            encode_output_list_remembered(&changed, moved, &texts).unwrap(),
+            expected
+        );
         let failing =
             |_: &Node| -> Result<Vec<(&'static str, String)>, String> { Err("no".to_owned()) };
         assert_eq!(

@@ -191,6 +191,67 @@ pub fn to_string_spliced(
     out
 }
 
+/// Appends to `out` every field of `item` that its written bytes depend on,
+/// walked as [`to_string_spliced`] writes it (edits made, omitted entries
+/// left out), in a form no two different items share: two items with the
+/// same bytes here are written the same. Positions (line, column, offset)
+/// are left out; the encoder does not read them. Returns whether a written
+/// node has a foot comment (a list cannot be cut after such an item).
+pub fn spliced_item_fingerprint(item: &SplicedItem<'_>, out: &mut Vec<u8>) -> bool {
+    fn walk(node: &Node, edits: &[Edit<'_>], out: &mut Vec<u8>) -> bool {
+        let mut node = node;
+        for edit in edits {
+            if let Edit::Replace { target, with } = edit
+                && std::ptr::eq(node, *target)
+            {
+                node = with;
+            }
+        }
+        let texts: [&str; 6] = [
+            &node.tag,
+            &node.value,
+            &node.anchor,
+            &node.head_comment,
+            &node.line_comment,
+            &node.foot_comment,
+        ];
+        // Which texts follow (most nodes have no comment and no anchor).
+        let present = texts.iter().enumerate().fold(0u8, |mask, (i, text)| {
+            mask | (u8::from(!text.is_empty()) << i)
+        });
+        out.extend_from_slice(&[node.kind as u8, node.style.bits(), present]);
+        for text in texts.iter().filter(|text| !text.is_empty()) {
+            out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            out.extend_from_slice(text.as_bytes());
+        }
+        let mut foot = !node.foot_comment.is_empty();
+        if node.kind == NodeKind::Mapping {
+            let omitted = |key: &Node| {
+                edits.iter().any(
+                    |edit| matches!(edit, Edit::Omit { key: omitted } if std::ptr::eq(key, *omitted)),
+                )
+            };
+            let kept = || {
+                node.content
+                    .chunks_exact(2)
+                    .filter(|pair| !omitted(&pair[0]))
+            };
+            out.extend_from_slice(&(kept().count() as u32).to_le_bytes());
+            for pair in kept() {
+                foot |= walk(&pair[0], edits, out);
+                foot |= walk(&pair[1], edits, out);
+            }
+        } else {
+            out.extend_from_slice(&(node.content.len() as u32).to_le_bytes());
+            for child in &node.content {
+                foot |= walk(child, edits, out);
+            }
+        }
+        foot
+    }
+    walk(item.node, item.edits, out)
+}
+
 /// The short form of a tag (`tag:yaml.org,2002:str` → `!!str`).
 fn short_tag(tag: &str) -> Cow<'_, str> {
     match tag.strip_prefix("tag:yaml.org,2002:") {
