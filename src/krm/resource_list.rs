@@ -259,7 +259,8 @@ fn encode_remembered(items: &[SplicedItem<'_>], texts: &ItemTexts) -> Option<Str
     for body in &bodies {
         out.push_str(body);
     }
-    // Keep this list's texts; drop the older ones once they outnumber it.
+    // Add this list's texts; older ones go once the map has more than
+    // twice as many texts as this list.
     let mut map = texts.texts.lock().ok()?;
     if map.len() > 2 * keys.len() {
         map.clear();
