@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use krender::krm::function_filter::{
-    EvaluatedStep, FunctionCall, SettledList, native_difference, run_evaluator_known, run_wire,
+    EvaluatedStep, FunctionCall, SettledList, native_difference, run_evaluator_owned, run_wire,
     runs_natively,
 };
 use krender::krm::resource_list::decode_function_output;
@@ -90,7 +90,7 @@ fn step(
     match native {
         // What the hydrator does by default, which takes the wire for
         // resources known not to survive it.
-        Some(known) => run_evaluator_known(&evaluator, target, resources, call, TIMEOUT, known),
+        Some(known) => run_evaluator_owned(&evaluator, target, resources, call, TIMEOUT, known),
         None => run_wire(&evaluator, target, resources, call, TIMEOUT),
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::krm::function_filter::{FunctionCall, SettledList, run_evaluator_known};
+use crate::krm::function_filter::{FunctionCall, SettledList, run_evaluator_owned};
 use crate::krm::resource_list::{
     decode_function_output, encode_output_list, encode_output_list_owned, unwrap_output_list,
 };
@@ -63,7 +63,7 @@ pub(crate) fn run_filter(
         function_config,
         in_pipeline,
     };
-    let step = run_evaluator_known(evaluator, target, items, call, timeout, known)?;
+    let step = run_evaluator_owned(evaluator, target, items, call, timeout, known)?;
     Ok(FilterRun {
         output: step.output.map_err(|error| error.to_string()),
         results: step.results,

@@ -374,26 +374,15 @@ pub fn run_evaluator(
     call: FunctionCall<'_>,
     timeout: Duration,
 ) -> Result<EvaluatedStep, EvalError> {
-    run_evaluator_owned(evaluator, target, resources.to_vec(), call, timeout)
+    run_evaluator_owned(evaluator, target, resources.to_vec(), call, timeout, None)
 }
 
 /// [`run_evaluator`] on resources the caller gives up (see
 /// [`run_function_owned`]). A builtin that can run on nodes
 /// ([`Evaluator::native`]) skips the wire unless `KRENDER_NATIVE` says
-/// otherwise.
+/// otherwise. `known` is what the previous step knew of `resources` when
+/// they are its whole, unchanged output (see [`SettledList`]).
 pub fn run_evaluator_owned(
-    evaluator: &dyn Evaluator,
-    target: FunctionTarget<'_>,
-    resources: Vec<Node>,
-    call: FunctionCall<'_>,
-    timeout: Duration,
-) -> Result<EvaluatedStep, EvalError> {
-    run_evaluator_known(evaluator, target, resources, call, timeout, None)
-}
-
-/// [`run_evaluator_owned`] on the unchanged output of a settled native
-/// step, with what that step knew of it (see [`SettledList`]).
-pub fn run_evaluator_known(
     evaluator: &dyn Evaluator,
     target: FunctionTarget<'_>,
     resources: Vec<Node>,
@@ -636,8 +625,11 @@ fn run_native_shaped(
         && builtin.ignores_bookkeeping()
         && call.in_pipeline
         && shape.plain_keys
-        && !config_is_a_resource(&resources, &call)
-        && (known_settled || bookkeeping_settled(&resources))
+        && if known_settled {
+            !config_is_a_resource(&resources, &call)
+        } else {
+            settled(&resources, &call)
+        }
     {
         return run_native_settled(builtin, resources, call, timeout);
     }
@@ -689,7 +681,6 @@ fn run_native_shaped(
 /// them restores the order), the legacy/internal copies and the
 /// reconciliation find the pairs equal and unchanged, the annotation format
 /// keeps both forms, and the default path is never needed.
-#[cfg(test)]
 fn settled(resources: &[Node], call: &FunctionCall<'_>) -> bool {
     !config_is_a_resource(resources, call) && bookkeeping_settled(resources)
 }
@@ -783,13 +774,13 @@ fn run_native_settled(
     })
 }
 
-/// What a settled native step ([`run_native_settled`]) knows of its output
-/// without another walk: its [`Shape`], found in the walk that rearranged
-/// its head comments, and that its bookkeeping is still [`settled`] (the
+/// What a settled native step (`run_native_settled`) knows of its output
+/// without another walk: its shape, found in the walk that rearranged
+/// its head comments, and that its bookkeeping is still settled (the
 /// builtin ignores it). A caller that hands the whole output on to the next
 /// step, having at most claimed resources without a package path for its
 /// package (a new or filled-in annotation, which neither fact depends on),
-/// passes it to [`run_evaluator_known`]: at a DFS root both are walks over
+/// passes it to [`run_evaluator_owned`]: at a DFS root both are walks over
 /// the whole tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SettledList {

@@ -175,7 +175,7 @@ pub fn encode_output_list_remembered<E: Send>(
 /// The texts of the items of the lists written with them, by blake3 of
 /// what each item is written from ([`crate::yaml::encoder::spliced_item_fingerprint`]).
 /// A key covers a run of items where the list cannot be cut between them
-/// (see [`encode_chunked`]); usually one item.
+/// (see `encode_chunked`); usually one item.
 #[derive(Default)]
 pub struct ItemTexts {
     texts: std::sync::Mutex<std::collections::HashMap<blake3::Hash, std::sync::Arc<str>>>,
@@ -917,7 +917,11 @@ metadata:
                 (resource::LEGACY_PATH, path),
             ])
         };
-        let copies = |items: &[Node]| -> Vec<Node> {
+        // The items as the writer should see them: copies with the values set.
+        fn copies(
+            items: &[Node],
+            values: impl Fn(&Node) -> Result<Vec<(&'static str, String)>, String>,
+        ) -> Vec<Node> {
             items
                 .iter()
                 .map(|item| {
@@ -928,12 +932,12 @@ metadata:
                     copy
                 })
                 .collect()
-        };
+        }
         // The edge cases alone (one list) and with the fixtures (chunks).
         for items in [&items[..9], &items[..]] {
             assert_eq!(
                 encode_output_list_adjusted(items, values).unwrap(),
-                encode_output_list_owned(copies(items)),
+                encode_output_list_owned(copies(items, values)),
             );
             let wire_items: Vec<Node> = items.iter().map(wire_item).collect();
             assert_eq!(
@@ -948,7 +952,7 @@ metadata:
         let texts = ItemTexts::default();
         assert_eq!(
             encode_output_list_remembered(&items, values, &texts).unwrap(),
-            encode_output_list_owned(copies(&items)),
+            encode_output_list_owned(copies(&items, values)),
         );
         assert!(texts.len() > 300, "{} texts", texts.len());
         let mut changed = items.clone();
@@ -965,17 +969,7 @@ metadata:
             }
             Ok(values)
         };
-        let copies_moved: Vec<Node> = changed
-            .iter()
-            .map(|item| {
-                let mut copy = item.clone();
-                for (key, value) in moved(item).unwrap() {
-                    set_annotation(&mut copy, key, &value, Style::SINGLE_QUOTED);
-                }
-                copy
-            })
-            .collect();
-        let expected = encode_output_list_owned(copies_moved);
+        let expected = encode_output_list_owned(copies(&changed, moved));
         assert!(expected.contains("kind: Changed") && expected.contains("# changed"));
         assert_eq!(
             encode_output_list_remembered(&changed, moved, &texts).unwrap(),
