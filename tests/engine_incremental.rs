@@ -97,8 +97,14 @@ fn context(root: &Path) -> RenderContext {
 fn render_once(root: &Path) -> (String, String) {
     let kptfile = hydrate::load_root(root).unwrap();
     let mut log = Vec::new();
-    let outcome =
-        krender::engine::oneshot::render_once(&context(root), Some(2), kptfile, &mut log, None);
+    let outcome = krender::engine::oneshot::render_once(
+        &context(root),
+        Some(2),
+        kptfile,
+        &mut log,
+        None,
+        None,
+    );
     finish(outcome, log)
 }
 
@@ -421,6 +427,7 @@ fn sessions_match_one_shot_renders_on_the_shared_cases() {
             Some(2),
             kptfile.clone(),
             &mut log,
+            None,
             None,
         );
         let once = stdout_of(outcome, log);

@@ -10,6 +10,7 @@ use crate::engine::db::RenderContext;
 use crate::engine::manifest::{self, Manifest, RenderKey, TreeSnapshot};
 use crate::engine::oneshot::render_once;
 use crate::engine::session::Progress;
+use crate::engine::stamps::FileStamps;
 use crate::hydrate::{self, Output, RenderOptions, Report};
 use crate::pkg::kptfile::{DEFAULT_IMAGE_PREFIX, Kptfile, SAVE_ON_RENDER_FAILURE_ANNOTATION};
 use crate::runtime::Evaluator;
@@ -121,7 +122,8 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
     });
     let mut out = Tee::new(out, manifest.is_some());
     let mut err = Tee::new(err, manifest.is_some());
-    let outcome = render_once(&context, args.jobs, kptfile, &mut err, progress);
+    let files = manifest.as_ref().map(|check| &check.files);
+    let outcome = render_once(&context, args.jobs, kptfile, &mut err, progress, files);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -266,17 +268,23 @@ impl Write for Tee<'_> {
 }
 
 /// The manifest lookup of one render: where, under which key, and the tree
-/// as it was before the render.
+/// as it was before the render, with the stamps and bytes of its files (the
+/// render and the snapshot after it read only the files that changed).
 struct ManifestCheck {
     dir: PathBuf,
     key: String,
     tree: TreeSnapshot,
+    files: FileStamps,
     root: PathBuf,
 }
 
 impl ManifestCheck {
     fn new(dir: &Path, root: &Path, args: &RenderArgs) -> Option<ManifestCheck> {
-        let tree = TreeSnapshot::scan(root).ok()?;
+        let mut files = FileStamps::default();
+        let reader = files.reader();
+        let tree = TreeSnapshot::scan_with(root, |path| reader.read(path)).ok()?;
+        let seen = reader.into_seen();
+        files.replace(seen);
         let config_path = std::env::var_os(CONFIG_ENV)
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("render.toml"));
@@ -304,13 +312,16 @@ impl ManifestCheck {
             dir: manifest::store_dir(dir),
             key,
             tree,
+            files,
             root: root.to_path_buf(),
         })
     }
 
     /// Records the render when it left the tree exactly as it found it.
     fn record(self, stdout: Vec<u8>, stderr: Vec<u8>) {
-        match TreeSnapshot::scan(&self.root) {
+        let _span = tracing::info_span!("record").entered();
+        let reader = self.files.reader();
+        match TreeSnapshot::scan_with(&self.root, |path| reader.read(path)) {
             Ok(after) if after == self.tree => manifest::store(
                 &self.dir,
                 &self.key,

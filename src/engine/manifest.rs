@@ -15,6 +15,7 @@
 //! render, which then records a fresh manifest.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,19 @@ impl TreeSnapshot {
     /// hashed by their target's bytes; unreadable entries make the snapshot
     /// fail, so that no manifest is trusted for a tree we cannot see whole.
     pub fn scan(root: &Path) -> std::io::Result<TreeSnapshot> {
+        TreeSnapshot::scan_with(root, |path| std::fs::read(path).map(Arc::from))
+    }
+
+    /// [`TreeSnapshot::scan`] reading each file through `read`: a render
+    /// reads through [`StampedReader`]s, so that the render itself and the
+    /// snapshot after it reuse the bytes of the files that did not change.
+    ///
+    /// [`StampedReader`]: super::stamps::StampedReader
+    pub fn scan_with(
+        root: &Path,
+        read: impl Fn(&Path) -> std::io::Result<Arc<[u8]>> + Sync,
+    ) -> std::io::Result<TreeSnapshot> {
+        let _span = tracing::info_span!("snapshot").entered();
         let mut paths = Vec::new();
         let mut stack = vec![PathBuf::new()];
         while let Some(relative) = stack.pop() {
@@ -63,7 +77,7 @@ impl TreeSnapshot {
         let mut files = paths
             .par_iter()
             .map(|relative| {
-                let bytes = std::fs::read(root.join(relative))?;
+                let bytes = read(&root.join(relative))?;
                 let text = relative.to_string_lossy().replace('\\', "/");
                 Ok((text, blake3::hash(&bytes).to_hex().to_string()))
             })

@@ -20,24 +20,29 @@ use rayon::prelude::*;
 use super::db::RenderContext;
 use super::levels::levels;
 use super::session::{Progress, Scanned, in_pool, path_key, scan_tree};
+use super::stamps::FileStamps;
 use crate::hydrate::{self, PackageRun, Precomputed, RenderOutcome, Runtimes};
 use crate::pkg::kptfile::{self, Kptfile};
 use crate::pkg::reader::{ReadOptions, parse_package_files};
 
 /// Renders the tree at `context.root` once, printing kpt's progress lines to
-/// `log`. The result is what [`hydrate::hydrate`] returns.
+/// `log`. The result is what [`hydrate::hydrate`] returns. `files` are
+/// stamps of files read just before (the CLI's manifest snapshot): the
+/// unchanged ones are not read again.
 pub fn render_once(
     context: &RenderContext,
     jobs: Option<usize>,
     root_kptfile: Kptfile,
     log: &mut dyn Write,
     progress: Option<Progress>,
+    files: Option<&FileStamps>,
 ) -> RenderOutcome {
     let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
     let precomputed = if bfs {
         Precomputed::default()
     } else {
-        match scan_tree(&context.root, &root_kptfile, None) {
+        let reader = files.map(FileStamps::reader);
+        match scan_tree(&context.root, &root_kptfile, reader.as_ref()) {
             Some(scanned) => run_levels(context, scanned, jobs, progress),
             // The walk reads the tree itself and reports what is wrong.
             None => Precomputed::default(),

@@ -459,19 +459,32 @@ pub(super) fn scan_tree(
         }
     };
     let _span = tracing::info_span!("scan").entered();
-    // The structure first (directories and Kptfiles), then the files of all
-    // packages in parallel.
+    // The structure first (directories and Kptfiles, one depth at a time,
+    // each depth's listings and Kptfiles in parallel), then the files of all
+    // packages in parallel. Collecting in order keeps the BFS order.
     let mut structure: Vec<(PathBuf, Kptfile, Vec<PathBuf>)> = Vec::new();
-    let mut queue = std::collections::VecDeque::from([(root.to_path_buf(), root_kptfile.clone())]);
-    while let Some((path, kptfile)) = queue.pop_front() {
-        let children = tree::direct_subpackages(&path).ok()?;
-        for child in &children {
-            let bytes = read(&child.join(KPTFILE_NAME))?;
-            let decoded = Kptfile::parse_bytes(&bytes, child).ok()?;
-            decoded.validate(child).ok()?;
-            queue.push_back((child.clone(), decoded));
+    let mut depth = vec![(root.to_path_buf(), root_kptfile.clone())];
+    while !depth.is_empty() {
+        let listings: Vec<Vec<PathBuf>> = depth
+            .par_iter()
+            .map(|(path, _)| tree::direct_subpackages(path).ok())
+            .collect::<Option<_>>()?;
+        let next: Vec<(PathBuf, Kptfile)> = listings
+            .iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|child| {
+                let bytes = read(&child.join(KPTFILE_NAME))?;
+                let decoded = Kptfile::parse_bytes(&bytes, child).ok()?;
+                decoded.validate(child).ok()?;
+                Some((child.clone(), decoded))
+            })
+            .collect::<Option<_>>()?;
+        for ((path, kptfile), children) in depth.into_iter().zip(listings) {
+            structure.push((path, kptfile, children));
         }
-        structure.push((path, kptfile, children));
+        depth = next;
     }
     structure
         .into_par_iter()
