@@ -80,6 +80,13 @@ pub fn annotation<'a>(resource: &'a Node, key: &str) -> Option<&'a str> {
 /// new key is appended with a value of style `new_style` (kyaml's reader uses
 /// single quotes). Does nothing when the resource root is not a mapping.
 pub fn set_annotation(resource: &mut Node, key: &str, value: &str, new_style: Style) {
+    set_annotations(resource, &[(key, value)], new_style);
+}
+
+/// [`set_annotation`] for each `(key, value)` in turn, finding (or
+/// creating) the annotations mapping once: a reader sets five or six
+/// annotations on every resource it parses.
+pub fn set_annotations(resource: &mut Node, entries: &[(&str, &str)], new_style: Style) {
     // kyaml's SetAnnotation first clears an empty (`{}` or null) annotations
     // map, so it is re-created as a block mapping at the end of `metadata`.
     if let Some(metadata) = resource.root_mut().get_mut("metadata")
@@ -92,16 +99,19 @@ pub fn set_annotation(resource: &mut Node, key: &str, value: &str, new_style: St
     let Some(annotations) = annotations_mut(resource) else {
         return;
     };
-    if let Some(existing) = annotations.get_mut(key)
-        && existing.is_scalar()
-    {
-        existing.value = value.into();
-        existing.tag = Cow::Borrowed(crate::yaml::node::tag::STR);
-        return;
+    annotations.content.reserve(2 * entries.len());
+    for &(key, value) in entries {
+        if let Some(existing) = annotations.get_mut(key)
+            && existing.is_scalar()
+        {
+            existing.value = value.into();
+            existing.tag = Cow::Borrowed(crate::yaml::node::tag::STR);
+            continue;
+        }
+        let mut node = Node::new_string(value);
+        node.style = new_style;
+        annotations.set(key, node);
     }
-    let mut node = Node::new_string(value);
-    node.style = new_style;
-    annotations.set(key, node);
 }
 
 /// Removes annotation `key`; returns whether it was present.
@@ -173,5 +183,40 @@ pub fn clean_path(path: &str) -> String {
         (true, _) => format!("/{joined}"),
         (false, true) => ".".to_owned(),
         (false, false) => joined,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::{SeqIndent, parse_document, to_string};
+
+    #[test]
+    fn set_annotations_matches_one_call_per_key() {
+        let entries = [("b", "2"), ("a", "1"), ("b", "3"), ("c", "")];
+        for source in [
+            "kind: A\nmetadata:\n  annotations: {}\n  name: x\n",
+            "kind: A\nmetadata:\n  annotations:\n    a: \"old\" # kept\n    z: q\n",
+            "kind: A\nmetadata:\n",
+            "kind: A\n",
+        ] {
+            let parsed = parse_document(source).unwrap().unwrap();
+            let mut batch = parsed.clone();
+            set_annotations(&mut batch, &entries, Style::SINGLE_QUOTED);
+            let mut single = parsed;
+            for (key, value) in entries {
+                set_annotation(&mut single, key, value, Style::SINGLE_QUOTED);
+            }
+            assert_eq!(batch, single, "{source}");
+            assert_eq!(annotation(&batch, "b"), Some("3"));
+        }
+        let mut resource = parse_document("kind: A\nmetadata:\n  annotations: {}\n  name: x\n")
+            .unwrap()
+            .unwrap();
+        set_annotations(&mut resource, &[("a", "1")], Style::SINGLE_QUOTED);
+        assert_eq!(
+            to_string(resource.root(), SeqIndent::Compact),
+            "kind: A\nmetadata:\n  name: x\n  annotations:\n    a: '1'\n"
+        );
     }
 }

@@ -350,15 +350,17 @@ fn add_reader_annotations(
     options: &ReadOptions,
 ) {
     copy_legacy_annotations(document);
-    let quoted = Style::SINGLE_QUOTED;
-    set_annotation(document, resource::LEGACY_INDEX, index, quoted);
-    set_annotation(document, resource::LEGACY_PATH, rel_path, quoted);
-    set_annotation(document, resource::INDEX, index, quoted);
+    let mut entries = vec![
+        (resource::LEGACY_INDEX, index),
+        (resource::LEGACY_PATH, rel_path),
+        (resource::INDEX, index),
+    ];
     if let Some(package_path) = &options.package_path {
-        set_annotation(document, resource::PACKAGE_PATH, package_path, quoted);
+        entries.push((resource::PACKAGE_PATH, package_path));
     }
-    set_annotation(document, resource::PATH, rel_path, quoted);
-    set_annotation(document, resource::SEQ_INDENT, seq_indent.as_str(), quoted);
+    entries.push((resource::PATH, rel_path));
+    entries.push((resource::SEQ_INDENT, seq_indent.as_str()));
+    resource::set_annotations(document, &entries, Style::SINGLE_QUOTED);
 }
 
 /// kyaml's `CopyLegacyAnnotations`: for path, index and id, fill whichever

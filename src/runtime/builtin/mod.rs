@@ -28,7 +28,7 @@ pub(crate) mod set_namespace;
 pub(crate) mod starlark;
 
 pub use sdk::NativeOutcome;
-use sdk::{Outcome, ResourceList};
+use sdk::{Outcome, ResourceList, RoundTrips};
 
 /// kpt's default image prefix for catalog functions.
 pub const DEFAULT_IMAGE_PREFIX: &str = "ghcr.io/kptdev/krm-functions-catalog/";
@@ -210,10 +210,14 @@ impl Builtin {
         timeout: Duration,
     ) -> Result<NativeOutcome, EvalError> {
         let started = Instant::now();
+        // The config as the function would read it from the wire.
+        static READ_BACK: RoundTrips<Result<Option<Node>, String>> = RoundTrips::new();
         let config_wire = encode_function_input(&[], function_config);
-        let function_config = ResourceList::parse(config_wire.as_bytes())
-            .map_err(|message| EvalError::System(format!("function config: {message}")))?
-            .function_config;
+        let function_config = READ_BACK
+            .parse(&config_wire, |text| {
+                ResourceList::parse(text.as_bytes()).map(|list| list.function_config)
+            })
+            .map_err(|message| EvalError::System(format!("function config: {message}")))?;
         let input = ResourceList {
             items,
             function_config,

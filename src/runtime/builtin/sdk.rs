@@ -8,6 +8,8 @@
 //! sorting, key order of the output list, exit codes and stderr texts of each
 //! implementation family.
 
+use std::collections::HashMap;
+
 use crate::runtime::FunctionResponse;
 use crate::yaml::node::{Node, NodeKind, tag};
 use crate::yaml::{SeqIndent, parse_document, to_string};
@@ -58,6 +60,49 @@ impl ResourceList {
             items,
             function_config,
         })
+    }
+}
+
+/// The parsed form of small documents a native step writes and reads back
+/// on every call (its function config, its results), by their text. The
+/// same few texts recur across the packages of a render, and each parse of
+/// even a small document costs more than the step's own edits of a small
+/// package.
+pub(crate) struct RoundTrips<T> {
+    parsed: std::sync::Mutex<Option<HashMap<String, T>>>,
+}
+
+impl<T: Clone> RoundTrips<T> {
+    /// Texts longer than this are parsed every time.
+    const MAX_TEXT: usize = 16 * 1024;
+    /// The map is emptied when it reaches this many texts.
+    const MAX_ENTRIES: usize = 256;
+
+    pub(crate) const fn new() -> RoundTrips<T> {
+        RoundTrips {
+            parsed: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// `parse(text)`, or a copy of what it returned for the same text before.
+    pub(crate) fn parse(&self, text: &str, parse: impl FnOnce(&str) -> T) -> T {
+        if text.len() > Self::MAX_TEXT {
+            return parse(text);
+        }
+        if let Ok(guard) = self.parsed.lock()
+            && let Some(found) = guard.as_ref().and_then(|parsed| parsed.get(text))
+        {
+            return found.clone();
+        }
+        let value = parse(text);
+        if let Ok(mut guard) = self.parsed.lock() {
+            let parsed = guard.get_or_insert_with(HashMap::new);
+            if parsed.len() >= Self::MAX_ENTRIES {
+                parsed.clear();
+            }
+            parsed.insert(text.to_owned(), value.clone());
+        }
+        value
     }
 }
 
@@ -318,11 +363,12 @@ impl Outcome {
                 sort_items: false,
             }
             .into_response();
-            crate::krm::resource_list::decode_function_output(&String::from_utf8_lossy(
-                &written.stdout,
-            ))
-            .ok()
-            .and_then(|output| output.results)
+            static READ_BACK: RoundTrips<Option<Node>> = RoundTrips::new();
+            READ_BACK.parse(&String::from_utf8_lossy(&written.stdout), |text| {
+                crate::krm::resource_list::decode_function_output(text)
+                    .ok()
+                    .and_then(|output| output.results)
+            })
         };
         NativeOutcome {
             items,
@@ -505,6 +551,33 @@ pub(crate) fn is_yaml11_non_string(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_trips_parse_each_short_text_once() {
+        let memo: RoundTrips<usize> = RoundTrips::new();
+        let calls = std::cell::Cell::new(0);
+        let parse = |text: &str| {
+            calls.set(calls.get() + 1);
+            text.len()
+        };
+        assert_eq!(memo.parse("abc", parse), 3);
+        assert_eq!(memo.parse("abc", parse), 3);
+        assert_eq!(calls.get(), 1, "a repeated text is answered from the memo");
+        assert_eq!(memo.parse("abcd", parse), 4);
+        assert_eq!(calls.get(), 2, "another text is parsed");
+        let long = "x".repeat(RoundTrips::<usize>::MAX_TEXT + 1);
+        memo.parse(&long, parse);
+        memo.parse(&long, parse);
+        assert_eq!(calls.get(), 4, "long texts are parsed every time");
+        for i in 0..2 * RoundTrips::<usize>::MAX_ENTRIES {
+            memo.parse(&i.to_string(), parse);
+        }
+        let held = memo.parsed.lock().unwrap().as_ref().map_or(0, HashMap::len);
+        assert!(
+            held <= RoundTrips::<usize>::MAX_ENTRIES,
+            "{held} texts held"
+        );
+    }
 
     #[test]
     fn go_quote_escapes_like_go() {
