@@ -451,13 +451,31 @@ pub enum CacheError {
 /// size in the index (`cacache::write_sync` records 0, so `cache stats`
 /// reported 0 bytes); the write also fails if fewer bytes land.
 pub(crate) fn write_entry(dir: &Path, key: &str, bytes: &[u8]) -> cacache::Result<()> {
+    write_entry_parts(dir, key, &[bytes])
+}
+
+/// [`write_entry`] of the concatenation of `parts`, written one after the
+/// other (a manifest holds a whole tree's output: joining its parts first
+/// put another copy of it on the render's peak memory).
+pub(crate) fn write_entry_parts(dir: &Path, key: &str, parts: &[&[u8]]) -> cacache::Result<()> {
     use std::io::Write as _;
-    let mut writer = cacache::WriteOpts::new()
-        .size(bytes.len())
-        .open_sync(dir, key)?;
-    writer
-        .write_all(bytes)
-        .map_err(|source| cacache::Error::IoError(source, format!("writing cache entry {key}")))?;
+    let size: usize = parts.iter().map(|part| part.len()).sum();
+    // cacache maps an entry of a known size up to 1 MiB and then takes
+    // exactly one write (it copies each write to the map's start): such an
+    // entry is joined first.
+    let joined;
+    let parts = if parts.len() > 1 && size <= 1024 * 1024 {
+        joined = parts.concat();
+        &[joined.as_slice()][..]
+    } else {
+        parts
+    };
+    let mut writer = cacache::WriteOpts::new().size(size).open_sync(dir, key)?;
+    for part in parts {
+        writer.write_all(part).map_err(|source| {
+            cacache::Error::IoError(source, format!("writing cache entry {key}"))
+        })?;
+    }
     writer.commit().map(drop)
 }
 
@@ -537,6 +555,22 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn entries_written_in_parts_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        // Below and above the size up to which cacache maps the entry.
+        for size in [10, 700 * 1024, 3 * 1024 * 1024] {
+            let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            let (head, rest) = bytes.split_at(3);
+            let (middle, tail) = rest.split_at(rest.len() / 2);
+            let key = format!("parts-{size}");
+            write_entry_parts(dir.path(), &key, &[head, middle, &[], tail]).unwrap();
+            assert_eq!(cacache::read_sync(dir.path(), &key).unwrap(), bytes, "{size}");
+            let entry = cacache::index::find(dir.path(), &key).unwrap().unwrap();
+            assert_eq!(entry.size, size, "recorded size");
+        }
+    }
 
     /// Counts calls and echoes the input with a marker.
     #[derive(Default)]

@@ -160,16 +160,21 @@ impl Manifest {
     /// `MAGIC`, then three length-prefixed parts: the tree as JSON, stdout
     /// and stderr raw (a rendered tree's stdout is megabytes; JSON arrays of
     /// numbers would cost more to read than the render they replace).
-    fn encode(&self) -> Option<Vec<u8>> {
+    /// Hands the encoded manifest to `write` as a list of parts (the output
+    /// is not copied into one buffer).
+    fn encode<T>(&self, write: impl FnOnce(&[&[u8]]) -> T) -> Option<T> {
         let tree = serde_json::to_vec(&self.tree).ok()?;
-        let mut bytes =
-            Vec::with_capacity(4 + 24 + tree.len() + self.stdout.len() + self.stderr.len());
-        bytes.extend_from_slice(MAGIC);
-        for part in [&tree, &self.stdout, &self.stderr] {
-            bytes.extend_from_slice(&(part.len() as u64).to_le_bytes());
-            bytes.extend_from_slice(part);
-        }
-        Some(bytes)
+        let lengths =
+            [&tree, &self.stdout, &self.stderr].map(|part| (part.len() as u64).to_le_bytes());
+        Some(write(&[
+            MAGIC,
+            &lengths[0],
+            &tree,
+            &lengths[1],
+            &self.stdout,
+            &lengths[2],
+            &self.stderr,
+        ]))
     }
 
     fn decode(bytes: &[u8]) -> Option<Manifest> {
@@ -199,10 +204,11 @@ impl Manifest {
 /// Stores `manifest` under `key` (replacing the root's previous one).
 /// Failures are logged and ignored: the manifest is only an accelerator.
 pub fn store(dir: &Path, key: &str, manifest: &Manifest) {
-    let Some(bytes) = manifest.encode() else {
+    let Some(written) = manifest.encode(|parts| super::cache::write_entry_parts(dir, key, parts))
+    else {
         return;
     };
-    if let Err(error) = super::cache::write_entry(dir, key, &bytes) {
+    if let Err(error) = written {
         tracing::debug!(target: "krender::manifest", %error, "manifest write failed");
     }
 }

@@ -176,7 +176,11 @@ pub fn apply(
         let _ = log.write_all(summary.as_bytes());
     } else if outcome.error.is_none() {
         let text = match output {
-            Output::Stdout => bridge::resource_list_text_owned(resources),
+            Output::Stdout => {
+                // Written as encoded: the list is the whole tree.
+                let _ = bridge::write_resource_list_owned(resources, stdout);
+                String::new()
+            }
             Output::Unwrap => bridge::unwrap_text(&resources),
             Output::Dir(dir) => {
                 write_out_dir(dir, &resources)?;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::krm::function_filter::{FunctionCall, SettledList, run_evaluator_owned};
 use crate::krm::resource_list::{
-    decode_function_output, encode_output_list, encode_output_list_owned, unwrap_output_list,
+    decode_function_output, encode_output_list, unwrap_output_list, write_output_list_owned,
 };
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style, tag};
@@ -78,9 +78,13 @@ pub(crate) fn resource_list_text(resources: &[Node]) -> String {
     encode_output_list(resources)
 }
 
-/// [`resource_list_text`] on resources the caller gives up.
-pub(crate) fn resource_list_text_owned(resources: Vec<Node>) -> String {
-    encode_output_list_owned(resources)
+/// [`resource_list_text`] on resources the caller gives up, written to
+/// `out` (in pieces: see [`write_output_list_owned`]).
+pub(crate) fn write_resource_list_owned(
+    resources: Vec<Node>,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    write_output_list_owned(resources, out)
 }
 
 /// Parses a ResourceList (`fn eval -`, `fn sink`) into its items, keeping

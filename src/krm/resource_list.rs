@@ -138,6 +138,20 @@ pub fn encode_output_list_owned(items: Vec<Node>) -> String {
     encode_list(items, None, &[resource::PACKAGE_PATH])
 }
 
+/// [`encode_output_list_owned`] written to `out` in pieces: a whole
+/// tree's list is written chunk by chunk as it was encoded, not joined into
+/// one more copy of itself first.
+pub fn write_output_list_owned(
+    items: Vec<Node>,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let texts = encode_list_texts(items, None, &[resource::PACKAGE_PATH]);
+    for piece in list_pieces(&texts) {
+        out.write_all(piece.as_bytes())?;
+    }
+    Ok(())
+}
+
 /// [`encode_output_list`] of `items` after
 /// `set_annotation(item, key, value, SINGLE_QUOTED)` for each pair that
 /// `annotations(item)` gives (its first error, in item order, is
@@ -175,7 +189,7 @@ pub fn encode_output_list_remembered<E: Send>(
 /// The texts of the items of the lists written with them, by blake3 of
 /// what each item is written from ([`crate::yaml::encoder::spliced_item_fingerprint`]).
 /// A key covers a run of items where the list cannot be cut between them
-/// (see `encode_chunked`); usually one item.
+/// (see `encode_chunks`); usually one item.
 #[derive(Default)]
 pub struct ItemTexts {
     texts: std::sync::Mutex<std::collections::HashMap<blake3::Hash, std::sync::Arc<str>>>,
@@ -424,6 +438,15 @@ fn prepare_item(item: Node, clear: &[&str]) -> Node {
 }
 
 fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str]) -> String {
+    join_texts(encode_list_texts(items, function_config, clear))
+}
+
+/// [`encode_list`] before [`join_texts`].
+fn encode_list_texts(
+    items: Vec<Node>,
+    function_config: Option<&Node>,
+    clear: &[&str],
+) -> Vec<String> {
     let roots: Vec<Node> = if items.len() < PARALLEL_ENCODE_FROM {
         items
             .into_iter()
@@ -435,7 +458,7 @@ fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str])
             .map(|item| prepare_item(item, clear))
             .collect()
     };
-    encode_items(&as_spliced(&roots), function_config)
+    encode_item_texts(&as_spliced(&roots), function_config)
 }
 
 /// `roots` written as they are.
@@ -448,10 +471,15 @@ fn as_spliced(roots: &[Node]) -> Vec<SplicedItem<'_>> {
 
 /// The list of `items` (roots), in chunks on rayon when it is long.
 fn encode_items(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> String {
+    join_texts(encode_item_texts(items, function_config))
+}
+
+/// [`encode_items`] before [`join_texts`]: one text, or one per chunk.
+fn encode_item_texts(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> Vec<String> {
     if items.len() < PARALLEL_ENCODE_FROM {
-        return encode_wrapped(items, function_config);
+        return vec![encode_wrapped(items, function_config)];
     }
-    encode_chunked(items, function_config, chunk_len(items.len()))
+    encode_chunks(items, function_config, chunk_len(items.len()))
 }
 
 /// Lists at least this long are encoded in chunks on rayon (a DFS root's
@@ -498,40 +526,54 @@ fn encode_wrapped(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> 
 const LIST_HEADER: &str = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n";
 
 /// [`encode_wrapped`] with the items encoded in chunks, in parallel: each
-/// chunk is a whole list of its own, and the lists are joined by dropping
-/// every header but the first. The emitter writes an item the same way
-/// whatever item comes next, except for comments it holds back past the
-/// item's end (a foot comment, and the blank line go-yaml puts after one)
-/// or writes before the "- " (a head comment on the item): chunks are cut
-/// only between items without either. The function config goes with the
-/// last chunk.
-fn encode_chunked(
+/// chunk is a whole list of its own, and [`join_texts`] joins the lists by
+/// dropping every header but the first. The emitter writes an item the
+/// same way whatever item comes next, except for comments it holds back
+/// past the item's end (a foot comment, and the blank line go-yaml puts
+/// after one) or writes before the "- " (a head comment on the item):
+/// chunks are cut only between items without either. The function config
+/// goes with the last chunk.
+fn encode_chunks(
     items: &[SplicedItem<'_>],
     function_config: Option<&Node>,
     chunk_len: usize,
-) -> String {
+) -> Vec<String> {
     let chunks = cut(items, chunk_len);
     let last = chunks.len() - 1;
-    let texts: Vec<String> = chunks
+    chunks
         .into_par_iter()
         .enumerate()
         .map(|(i, chunk)| encode_wrapped(chunk, function_config.filter(|_| i == last)))
-        .collect();
+        .collect()
+}
+
+/// Lists written in chunks, joined into one (see [`list_pieces`]).
+fn join_texts(mut texts: Vec<String>) -> String {
+    if texts.len() == 1 {
+        return texts.pop().unwrap_or_default();
+    }
     let mut joined = String::with_capacity(texts.iter().map(String::len).sum());
-    for (i, text) in texts.iter().enumerate() {
-        // Every chunk has items, so every text starts with the header.
-        debug_assert!(text.starts_with(LIST_HEADER));
-        let body = match text.strip_prefix(LIST_HEADER) {
-            Some(body) if i > 0 => body,
-            _ => text,
-        };
-        joined.push_str(body);
+    for piece in list_pieces(&texts) {
+        joined.push_str(piece);
     }
     joined
 }
 
+/// The pieces whose concatenation is the list written in chunks `texts`:
+/// every chunk but the first loses its list header.
+fn list_pieces(texts: &[String]) -> impl Iterator<Item = &str> {
+    texts.iter().enumerate().map(|(i, text)| {
+        // Every chunk has items, so every text starts with the header.
+        debug_assert!(text.starts_with(LIST_HEADER));
+        match text.strip_prefix(LIST_HEADER) {
+            Some(body) if i > 0 => body,
+            _ => text.as_str(),
+        }
+    })
+}
+
 /// `items` cut into runs of at least `chunk_len` items (but the last),
-/// only where the list can be cut (see [`encode_chunked`]).
+/// only where the list can be cut (see [`encode_chunks`]).
 fn cut<'s, 'n>(items: &'s [SplicedItem<'n>], chunk_len: usize) -> Vec<&'s [SplicedItem<'n>]> {
     // An edit only replaces a scalar by a copy with its comments or leaves
     // an entry out, so the item's own comments tell where a cut is safe.
@@ -771,10 +813,10 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::{
-        ItemTexts, WireError, as_spliced, config_map_function_config, encode_chunked,
+        ItemTexts, WireError, as_spliced, config_map_function_config, encode_chunks,
         encode_function_input, encode_list, encode_output_list_adjusted, encode_output_list_owned,
-        encode_output_list_remembered, encode_wrapped, resource, set_annotation, split_documents,
-        wire_item,
+        encode_output_list_remembered, encode_wrapped, join_texts, resource, set_annotation,
+        split_documents, wire_item,
     };
     use crate::yaml::node::{Node, NodeKind, Style, tag};
 
@@ -828,7 +870,7 @@ mod tests {
             let items = as_spliced(&roots);
             let whole = encode_wrapped(&items, function_config);
             for chunk_len in [1, 2, 7, 64] {
-                let chunked = encode_chunked(&items, function_config, chunk_len);
+                let chunked = join_texts(encode_chunks(&items, function_config, chunk_len));
                 assert_eq!(chunked, whole, "chunks of {chunk_len}");
             }
         }
