@@ -157,11 +157,11 @@ pub fn lookup(dir: &Path, key: &str, tree: &TreeSnapshot) -> Option<Manifest> {
 const MAGIC: &[u8; 4] = b"KRM1";
 
 impl Manifest {
+    /// Hands the encoded manifest to `write`, as the pieces whose
+    /// concatenation it is (the output is not copied into one buffer):
     /// `MAGIC`, then three length-prefixed parts: the tree as JSON, stdout
     /// and stderr raw (a rendered tree's stdout is megabytes; JSON arrays of
     /// numbers would cost more to read than the render they replace).
-    /// Hands the encoded manifest to `write` as a list of parts (the output
-    /// is not copied into one buffer).
     fn encode<T>(&self, write: impl FnOnce(&[&[u8]]) -> T) -> Option<T> {
         let tree = serde_json::to_vec(&self.tree).ok()?;
         let lengths =
