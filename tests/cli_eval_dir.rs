@@ -312,13 +312,21 @@ fn eval_dir_argument_errors() {
         run.stderr,
         "Error: missing function config file: missing.yaml \n"
     );
-    let run = eval(&["--exec", "./rename.sh"]);
-    assert_eq!(run.code, 1);
-    assert_eq!(
-        run.stderr,
-        "Error: must run with `--allow-exec` option to allow running function binaries \n"
-    );
     assert_tree(&run.pkg(), &original());
+}
+
+#[test]
+fn eval_dir_runs_an_exec_function_without_allow_exec() {
+    // kpt's `fn eval` has no `--allow-exec`: the command line names the
+    // executable. The flag is still accepted, with the same result.
+    for flags in [&[][..], &["--allow-exec"][..]] {
+        let mut argv = flags.to_vec();
+        argv.extend(["--exec", "./rename.sh", "--", "a=b"]);
+        let run = eval(&argv);
+        assert_eq!(run.code, 0, "{flags:?}: {}", run.stderr);
+        assert_eq!(run.stderr, pass_lines("./rename.sh"));
+        assert_tree(&run.pkg(), &snapshot(&fixtures().join("expected/rename")));
+    }
 }
 
 #[test]

@@ -143,7 +143,8 @@ pub struct EvalArgs {
     /// Where to write the resources: `stdout`, `unwrap` or a directory.
     #[arg(short = 'o', long = "output")]
     pub output: Option<String>,
-    /// Allow running local executables.
+    /// Accepted for symmetry with `fn render`: as in kpt, `--exec` runs
+    /// without it.
     #[arg(long = "allow-exec")]
     pub allow_exec: bool,
     /// Image pull policy for container functions.

@@ -105,20 +105,16 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                 exclude: Vec::new(),
             }
         }
-        (None, Some(exec)) if args.allow_exec => Function {
+        // As in kpt, `fn eval --exec` needs no `--allow-exec`: the command
+        // line names the executable itself (render asks, because a
+        // package's Kptfile does); the flag is accepted all the same.
+        (None, Some(exec)) => Function {
             name: exec.clone(),
             image: String::new(),
             exec: exec.clone(),
             selectors: Vec::new(),
             exclude: Vec::new(),
         },
-        (None, Some(_)) => {
-            print_report(
-                &Report::Error(crate::hydrate::ALLOW_EXEC_MESSAGE.to_owned()),
-                err,
-            );
-            return 1;
-        }
         _ => {
             print_report(
                 &Report::Error("must specify --image or --exec".to_owned()),

@@ -566,7 +566,11 @@ mod tests {
             let (middle, tail) = rest.split_at(rest.len() / 2);
             let key = format!("parts-{size}");
             write_entry_parts(dir.path(), &key, &[head, middle, &[], tail]).unwrap();
-            assert_eq!(cacache::read_sync(dir.path(), &key).unwrap(), bytes, "{size}");
+            assert_eq!(
+                cacache::read_sync(dir.path(), &key).unwrap(),
+                bytes,
+                "{size}"
+            );
             let entry = cacache::index::find(dir.path(), &key).unwrap().unwrap();
             assert_eq!(entry.size, size, "recorded size");
         }
