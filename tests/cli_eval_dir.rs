@@ -5,8 +5,10 @@
 //! the binary there, and compares exit code, stdout, stderr and every file
 //! byte for byte. The expected trees and streams in `fixtures/eval/expected`
 //! were recorded with kpt 1.0.0-beta.56 (`fixtures/eval/record-with-kpt.sh`);
-//! stderr follows the newer kpt style `fn render` uses (`Error: ... `,
-//! unquoted `Stderr:` lines).
+//! stderr follows the newer kpt style `fn render` uses for function output
+//! (unquoted `Stderr:` lines); eval's own errors are plain Go errors in
+//! kpt, printed by kubectl's handler as `error: ...` (as kpt 1.0.0-beta.56
+//! prints them).
 
 use crate::support::{copy_dir, snapshot};
 use std::collections::BTreeMap;
@@ -173,7 +175,7 @@ fn eval_dir_unparsable_output_changes_nothing() {
     assert_eq!(run.code, 1);
     assert_eq!(
         run.stderr,
-        "[RUNNING] \"echo 'a: ['\"\n[FAIL] \"echo 'a: ['\" in 0s\nError: MalformedYAMLError: yaml: line 1: did not find expected node content \n"
+        "[RUNNING] \"echo 'a: ['\"\n[FAIL] \"echo 'a: ['\" in 0s\nerror: MalformedYAMLError: yaml: line 1: did not find expected node content\n"
     );
     assert_tree(&run.pkg(), &original());
 }
@@ -216,7 +218,7 @@ fn eval_dir_output_dir_is_written_and_must_not_exist() {
     assert_eq!(
         zero_durations(&String::from_utf8_lossy(&output.stderr)),
         format!(
-            "{}Error: directory \"out\" already exists, please delete the directory and retry \n",
+            "{}error: directory \"out\" already exists, please delete the directory and retry\n",
             pass_lines("./rename.sh")
         )
     );
@@ -284,7 +286,7 @@ fn eval_dir_argument_errors() {
     assert_eq!(run.code, 1);
     assert_eq!(
         run.stderr,
-        "Error: args must have keys and values separated by = \n"
+        "error: args must have keys and values separated by =\n"
     );
     let run = eval(&[
         "--allow-exec",
@@ -298,7 +300,7 @@ fn eval_dir_argument_errors() {
     assert_eq!(run.code, 1);
     assert_eq!(
         run.stderr,
-        "Error: function arguments can only be specified without function config file \n"
+        "error: function arguments can only be specified without function config file\n"
     );
     let run = eval(&[
         "--allow-exec",
@@ -310,7 +312,7 @@ fn eval_dir_argument_errors() {
     assert_eq!(run.code, 1);
     assert_eq!(
         run.stderr,
-        "Error: missing function config file: missing.yaml \n"
+        "error: missing function config file: missing.yaml\n"
     );
     assert_tree(&run.pkg(), &original());
 }
@@ -340,7 +342,7 @@ fn eval_dir_missing_directory() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        "Error: lstat nope: no such file or directory \n"
+        "error: lstat nope: no such file or directory\n"
     );
 }
 
@@ -440,7 +442,7 @@ fn eval_dir_unusable_output_is_recorded_as_exit_code_one() {
     assert_eq!(run.code, 1);
     assert_eq!(
         run.stderr,
-        "[RUNNING] \"echo 'a: ['\"\n[FAIL] \"echo 'a: ['\" in 0s\n\nFor complete results, see results/results.yaml\nError: MalformedYAMLError: yaml: line 1: did not find expected node content \n"
+        "[RUNNING] \"echo 'a: ['\"\n[FAIL] \"echo 'a: ['\" in 0s\n\nFor complete results, see results/results.yaml\nerror: MalformedYAMLError: yaml: line 1: did not find expected node content\n"
     );
     assert_eq!(
         run.read("results/results.yaml"),
@@ -539,7 +541,7 @@ fn eval_save_writes_the_function_into_the_kptfile_as_kpt_does() {
     ] {
         let (code, stderr) = run(args);
         assert_eq!(code, Some(1), "{stderr}");
-        assert_eq!(stderr, format!("Error: {message} \n"));
+        assert_eq!(stderr, format!("error: {message}\n"));
     }
     assert_eq!(
         std::fs::read_to_string(pkg.join("Kptfile")).expect("Kptfile"),

@@ -97,6 +97,49 @@ fn missing_kptfile_is_reported() {
 }
 
 #[test]
+fn missing_package_path_is_reported_as_kpt_resolves_it() {
+    // kpt resolves the path's symbolic links first: Go's error names the
+    // first missing component, as given, in kubectl's `error:` style.
+    let temp = tempfile::tempdir().expect("tempdir");
+    for (given, missing) in [("nope", "nope"), ("./nope/deeper", "nope")] {
+        let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+            .args(["fn", "render", given])
+            .current_dir(temp.path())
+            .output()
+            .expect("run");
+        assert_eq!(output.status.code(), Some(1));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!("error: lstat {missing}: no such file or directory\n")
+        );
+    }
+}
+
+#[test]
+fn invalid_exec_command_fails_before_any_function_runs() {
+    // kpt splits every exec command while building the package's function
+    // chain, so the first function does not run either.
+    let temp = tempfile::tempdir().expect("tempdir");
+    let pkg = temp.path().join("app");
+    std::fs::create_dir(&pkg).expect("mkdir");
+    std::fs::write(
+        pkg.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: \"sed -e s/a/b/\"\n    - exec: \"sed \\\"x\"\n",
+    )
+    .expect("Kptfile");
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "render", "app", "--allow-exec", "-o", "stdout"])
+        .current_dir(temp.path())
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "Package \"app\":\nError: exec command \"sed \\\"x\" must be valid: EOF found when expecting closing quote \n"
+    );
+}
+
+#[test]
 fn legacy_kptfile_is_rejected_untouched() {
     let run = render("legacy-kptfile", &[]);
     assert_eq!(run.code, 1);
@@ -391,7 +434,7 @@ fn existing_output_directory_is_refused() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        "Error: directory \"out\" already exists, please delete the directory and retry \n"
+        "error: directory \"out\" already exists, please delete the directory and retry\n"
     );
 }
 

@@ -83,7 +83,7 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         None
     };
     if let Some(message) = flag_error {
-        print_report(&Report::Error(message.to_owned()), err);
+        print_report(&Report::Command(message.to_owned()), err);
         return 1;
     }
     let prefix = args
@@ -108,6 +108,11 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         // As in kpt, `fn eval --exec` needs no `--allow-exec`: the command
         // line names the executable itself (render asks, because a
         // package's Kptfile does); the flag is accepted all the same.
+        (None, Some(exec)) if let Err(message) = crate::runtime::exec::split_exec(exec) => {
+            // kpt checks the command before it runs anything.
+            print_report(&Report::Command(message), err);
+            return 1;
+        }
         (None, Some(exec)) => Function {
             name: exec.clone(),
             image: String::new(),
@@ -117,7 +122,7 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         },
         _ => {
             print_report(
-                &Report::Error("must specify --image or --exec".to_owned()),
+                &Report::Command("must specify --image or --exec".to_owned()),
                 err,
             );
             return 1;
@@ -153,14 +158,14 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             ..function
         },
         Err(message) => {
-            print_report(&Report::Error(message), err);
+            print_report(&Report::Command(message), err);
             return 1;
         }
     };
     let config = match function_config(args) {
         Ok(config) => config,
         Err(message) => {
-            print_report(&Report::Error(message), err);
+            print_report(&Report::Command(message), err);
             return 1;
         }
     };
@@ -480,7 +485,7 @@ fn run_function(
         }
     }
     if let Some(message) = error {
-        print_report(&Report::Error(message), err);
+        print_report(&Report::Command(message), err);
     }
     ran
 }
@@ -495,13 +500,13 @@ fn run_on_stdin(
 ) -> i32 {
     let mut input = String::new();
     if let Err(error) = std::io::stdin().read_to_string(&mut input) {
-        print_report(&Report::Error(error.to_string()), err);
+        print_report(&Report::Command(error.to_string()), err);
         return 1;
     }
     let mut items = match bridge::parse_resource_list(&input) {
         Ok(items) => items,
         Err(message) => {
-            print_report(&Report::Error(message), err);
+            print_report(&Report::Command(message), err);
             return 1;
         }
     };
@@ -573,7 +578,7 @@ fn run_on_package(
     let given = absolute(Path::new(dir));
     let Ok(metadata) = std::fs::symlink_metadata(&given) else {
         let message = format!("lstat {dir}: no such file or directory");
-        print_report(&Report::Error(message), err);
+        print_report(&Report::Command(message), err);
         return 1;
     };
     // kyaml's reader also takes a single file: it is the whole input, its
@@ -609,7 +614,7 @@ fn run_on_package(
     let items = match read {
         Ok(items) => items,
         Err(message) => {
-            print_report(&Report::Error(message), err);
+            print_report(&Report::Command(message), err);
             return 1;
         }
     };
@@ -659,7 +664,7 @@ fn run_on_package(
             0
         }
         Err(message) => {
-            print_report(&Report::Error(message), err);
+            print_report(&Report::Command(message), err);
             1
         }
     }
@@ -668,6 +673,11 @@ fn run_on_package(
 /// Runs `fn source DIR`: prints the package tree as a ResourceList.
 pub(super) fn source(args: &SourceArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let root = absolute(args.dir.as_deref().unwrap_or(Path::new(".")));
+    // kpt resolves the absolute path first (see `missing_path_error`).
+    if let Some(message) = super::render::missing_path_error(&root) {
+        print_report(&Report::Command(message), err);
+        return 1;
+    }
     // Lifecycle (issue 8): recover an interrupted commit before reading.
     let _session = match super::rpkg::open_for_render(&root, false, err) {
         Ok(session) => session,
@@ -682,7 +692,7 @@ pub(super) fn source(args: &SourceArgs, out: &mut dyn Write, err: &mut dyn Write
             0
         }
         Err(message) => {
-            print_report(&Report::Error(message), err);
+            print_report(&Report::Command(message), err);
             1
         }
     }
@@ -692,7 +702,7 @@ pub(super) fn source(args: &SourceArgs, out: &mut dyn Write, err: &mut dyn Write
 pub(super) fn sink(args: &SinkArgs, err: &mut dyn Write) -> i32 {
     let mut input = String::new();
     if let Err(error) = std::io::stdin().read_to_string(&mut input) {
-        print_report(&Report::Error(error.to_string()), err);
+        print_report(&Report::Command(error.to_string()), err);
         return 1;
     }
     let dir = absolute(&args.dir);
@@ -709,7 +719,7 @@ pub(super) fn sink(args: &SinkArgs, err: &mut dyn Write) -> i32 {
     match result {
         Ok(()) => 0,
         Err(message) => {
-            print_report(&Report::Error(message), err);
+            print_report(&Report::Command(message), err);
             1
         }
     }

@@ -57,6 +57,33 @@ pub(super) fn print_report(report: &Report, err: &mut dyn Write) {
     }
 }
 
+/// kpt resolves the package path's symbolic links before anything else
+/// (Go's `filepath.EvalSymlinks`): for a path that does not exist, the error
+/// names its first missing component, as given.
+pub(super) fn missing_path_error(path: &Path) -> Option<String> {
+    use std::path::Component;
+    if std::fs::symlink_metadata(path).is_ok() {
+        return None;
+    }
+    let mut prefix = PathBuf::new();
+    for component in path.components() {
+        if component == Component::CurDir {
+            continue;
+        }
+        prefix.push(component);
+        match std::fs::symlink_metadata(&prefix) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Some(format!(
+                    "lstat {}: no such file or directory",
+                    prefix.display()
+                ));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Parses `-o`.
 pub(super) fn output_mode(output: Option<&str>) -> Output {
     match output {
@@ -69,6 +96,10 @@ pub(super) fn output_mode(output: Option<&str>) -> Output {
 
 /// Runs `fn render` and returns the exit code.
 pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if let Some(message) = args.pkg_path.as_deref().and_then(missing_path_error) {
+        print_report(&Report::Command(message), err);
+        return 1;
+    }
     let root = resolve_package_path(args.pkg_path.as_deref().unwrap_or(Path::new(".")));
     let output = output_mode(args.output.as_deref());
     if let (Output::Dir(dir), Some(given)) = (&output, args.output.as_deref())
@@ -76,7 +107,7 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
     {
         let message =
             format!("directory {given:?} already exists, please delete the directory and retry");
-        print_report(&Report::Error(message), err);
+        print_report(&Report::Command(message), err);
         return 1;
     }
     let results_dir = args.results_dir.as_deref().map(absolute);

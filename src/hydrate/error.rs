@@ -17,6 +17,11 @@ pub enum Report {
     Error(String),
     /// The text alone (kpt prints Kptfile validation errors this way).
     Plain(String),
+    /// `error: <text>`: an error kpt's command returns as a plain Go error
+    /// (its flag and argument checks, and everything `fn eval`, `fn source`
+    /// and `fn sink` fail with), which kpt's `main` leaves to kubectl's
+    /// handler.
+    Command(String),
 }
 
 impl Report {
@@ -34,6 +39,8 @@ impl Report {
             Report::Handled => None,
             Report::Error(text) => Some(format!("Error: {text} \n")),
             Report::Plain(text) => Some(format!("{text} \n")),
+            Report::Command(text) if text.starts_with("error: ") => Some(format!("{text}\n")),
+            Report::Command(text) => Some(format!("error: {text}\n")),
         }
     }
 }

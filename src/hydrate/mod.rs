@@ -1020,6 +1020,9 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         if !function.exec.is_empty() && !self.options.allow_exec {
             return Err(ALLOW_EXEC_MESSAGE.to_owned());
         }
+        if !function.exec.is_empty() {
+            crate::runtime::exec::split_exec(&function.exec)?;
+        }
         let config = if !function.config_path.is_empty() {
             let file = pkg.join(&function.config_path);
             let text = std::fs::read(&file)

@@ -19,9 +19,22 @@ pub struct ExecEvaluator;
 /// Splits an `exec:` string like a POSIX shell would (quotes and escapes,
 /// no expansion), as kpt's shlex split does.
 pub fn split_command(command: &str) -> Result<Vec<String>, EvalError> {
-    shell_words::split(command).map_err(|error| {
-        EvalError::ExecutionFailed(format!("exec command {command:?} must be valid: {error}"))
-    })
+    split_exec(command).map_err(EvalError::ExecutionFailed)
+}
+
+/// [`split_command`] with kpt's error text: `exec command "…" must be
+/// valid: ` and the reason as Go's shlex words it.
+pub fn split_exec(command: &str) -> Result<Vec<String>, String> {
+    // A command ending in an unpaired backslash (shell_words keeps it) is
+    // shlex's escape at the end of input; any other failure (shell_words
+    // has one error for both) is an unclosed quote.
+    let trailing = command.len() - command.trim_end_matches('\\').len();
+    let reason = match shell_words::split(command) {
+        _ if trailing % 2 == 1 => "EOF found after escape character",
+        Ok(words) => return Ok(words),
+        Err(_) => "EOF found when expecting closing quote",
+    };
+    Err(format!("exec command {command:?} must be valid: {reason}"))
 }
 
 impl Evaluator for ExecEvaluator {
@@ -161,6 +174,24 @@ mod tests {
             split_command("sed -e 's/foo/bar/'").expect("valid"),
             vec!["sed", "-e", "s/foo/bar/"]
         );
+    }
+
+    #[test]
+    fn invalid_commands_fail_with_shlex_texts() {
+        // Go's shlex: an unclosed quote, and an escape at the end of input.
+        for (command, reason) in [
+            ("sed \"x", "EOF found when expecting closing quote"),
+            ("sed 'x", "EOF found when expecting closing quote"),
+            ("sed \\", "EOF found after escape character"),
+            ("sed x\\\\\\", "EOF found after escape character"),
+        ] {
+            assert_eq!(
+                split_exec(command),
+                Err(format!("exec command {command:?} must be valid: {reason}"))
+            );
+        }
+        // Paired backslashes are one escaped backslash.
+        assert_eq!(split_exec("echo a\\\\").expect("valid"), ["echo", "a\\"]);
     }
 
     #[test]
