@@ -548,3 +548,37 @@ fn eval_save_writes_the_function_into_the_kptfile_as_kpt_does() {
         expected
     );
 }
+
+#[test]
+fn eval_dir_checks_the_function_input_and_output_are_krm() {
+    // kpt's function runner refuses a function's output with a resource
+    // that is not KRM (here every name is blanked), and its input likewise;
+    // either way nothing is written. Texts as kpt 1.0.0-beta.56 prints them.
+    let run = eval(&["--exec", "sed -e s/name:.*/name:/"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "[RUNNING] \"sed -e s/name:.*/name:/\"\n[FAIL] \"sed -e s/name:.*/name:/\" in 0s\nerror: output resource list must contain only KRM resources: Kptfile: resource must have `metadata.name`\n"
+    );
+    assert_tree(&run.pkg(), &original());
+
+    let temp = tempfile::tempdir().expect("tempdir");
+    copy_dir(&fixtures().join("pkg"), &temp.path().join("pkg"));
+    std::fs::write(
+        temp.path().join("pkg/nokrm.yaml"),
+        "kind: Foo\nmetadata:\n  name: nokrm\n",
+    )
+    .expect("write");
+    let before = snapshot(&temp.path().join("pkg"));
+    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "eval", "pkg", "--exec", "cat"])
+        .current_dir(temp.path())
+        .output()
+        .expect("run krender");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        zero_durations(&String::from_utf8_lossy(&output.stderr)),
+        "[RUNNING] \"cat\"\n[FAIL] \"cat\" in 0s\nerror: input resource list must contain only KRM resources: nokrm.yaml: resource must have `apiVersion`\n"
+    );
+    assert_tree(&snapshot(&temp.path().join("pkg")), &before);
+}

@@ -412,15 +412,22 @@ fn run_function(
     let mut printer = Printer::new(err, args.truncate_output);
     printer.running(&function.name, selective.then_some(selected.len()), None);
     let started = Instant::now();
-    let run = bridge::run_filter(
-        evaluator,
-        target,
-        selected,
-        Some(config),
-        true,
-        crate::hydrate::RenderOptions::default().timeout,
-        None,
-    );
+    // kpt's function runner checks its input and its output are KRM.
+    let run = match crate::hydrate::check_all_krm(&selected) {
+        Err(message) => Err(format!(
+            "input resource list must contain only KRM resources: {message}"
+        )),
+        Ok(()) => bridge::run_filter(
+            evaluator,
+            target,
+            selected,
+            Some(config),
+            true,
+            crate::hydrate::RenderOptions::default().timeout,
+            None,
+        )
+        .map_err(|failure| failure.to_string()),
+    };
     let elapsed = started.elapsed();
     let mut fn_result = FnResult {
         image: function.image.clone(),
@@ -431,10 +438,10 @@ fn run_function(
     // could not run or whose output is unusable, and records exit code 1.
     let mut error = None;
     let ran = match run {
-        Err(failure) => {
+        Err(message) => {
             printer.fail(&function.name, elapsed, &[]);
             fn_result.exit_code = 1;
-            error = Some(failure.to_string());
+            error = Some(message);
             Ran::Failed
         }
         Ok(run) => {
@@ -452,7 +459,16 @@ fn run_function(
                 printer.exec_error(&stderr, run.exit_code);
                 Ran::Failed
             } else {
-                match run.output {
+                let output = run.output.and_then(|output| {
+                    crate::hydrate::check_all_krm(&output)
+                        .map(|()| output)
+                        .map_err(|message| {
+                            format!(
+                                "output resource list must contain only KRM resources: {message}"
+                            )
+                        })
+                });
+                match output {
                     Ok(output) => {
                         printer.pass(&function.name, elapsed, &lines, &stderr);
                         if selective {

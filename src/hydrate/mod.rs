@@ -1305,7 +1305,8 @@ fn scoped_input(resources: &mut [Vec<Node>], children: &[Vec<usize>], index: usi
     input
 }
 
-fn check_all_krm(resources: &[Node]) -> Result<(), String> {
+/// The first resource kpt's KRM check rejects, as `<path>: <reason>`.
+pub(crate) fn check_all_krm(resources: &[Node]) -> Result<(), String> {
     // A DFS root checks the whole tree before its first step.
     let first = if resources.len() >= PARALLEL_FROM {
         resources.par_iter().position_first(not_krm)
