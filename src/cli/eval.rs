@@ -593,7 +593,8 @@ fn run_on_package(
 ) -> i32 {
     let given = absolute(Path::new(dir));
     let Ok(metadata) = std::fs::symlink_metadata(&given) else {
-        let message = format!("lstat {dir}: no such file or directory");
+        let message = super::render::missing_path_error(Path::new(dir))
+            .unwrap_or_else(|| format!("lstat {dir}: no such file or directory"));
         print_report(&Report::Command(message), err);
         return 1;
     };
