@@ -10,7 +10,7 @@
 //! kpt, printed by kubectl's handler as `error: ...` (as kpt 1.0.0-beta.56
 //! prints them).
 
-use crate::support::{copy_dir, snapshot};
+use crate::support::{copy_dir, krender_in, snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -334,16 +334,9 @@ fn eval_dir_runs_an_exec_function_without_allow_exec() {
 #[test]
 fn eval_dir_missing_directory() {
     let temp = tempfile::tempdir().expect("tempdir");
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
-        .args(["fn", "eval", "nope", "--allow-exec", "--exec", "cat"])
-        .current_dir(temp.path())
-        .output()
-        .expect("run");
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
-        "error: lstat nope: no such file or directory\n"
-    );
+    let (code, stderr) = krender_in(temp.path(), &["fn", "eval", "nope", "--exec", "cat"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(stderr, "error: lstat nope: no such file or directory\n");
 }
 
 #[test]
@@ -570,14 +563,10 @@ fn eval_dir_checks_the_function_input_and_output_are_krm() {
     )
     .expect("write");
     let before = snapshot(&temp.path().join("pkg"));
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
-        .args(["fn", "eval", "pkg", "--exec", "cat"])
-        .current_dir(temp.path())
-        .output()
-        .expect("run krender");
-    assert_eq!(output.status.code(), Some(1));
+    let (code, stderr) = krender_in(temp.path(), &["fn", "eval", "pkg", "--exec", "cat"]);
+    assert_eq!(code, Some(1));
     assert_eq!(
-        zero_durations(&String::from_utf8_lossy(&output.stderr)),
+        zero_durations(&stderr),
         "[RUNNING] \"cat\"\n[FAIL] \"cat\" in 0s\nerror: input resource list must contain only KRM resources: nokrm.yaml: resource must have `apiVersion`\n"
     );
     assert_tree(&snapshot(&temp.path().join("pkg")), &before);

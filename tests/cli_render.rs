@@ -4,7 +4,7 @@
 //! file byte for byte (a failed render must leave files untouched except
 //! the root Kptfile's status, as kpt does).
 
-use crate::support::{copy_dir, snapshot};
+use crate::support::{copy_dir, krender_in, snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -102,14 +102,10 @@ fn missing_package_path_is_reported_as_kpt_resolves_it() {
     // first missing component, as given, in kubectl's `error:` style.
     let temp = tempfile::tempdir().expect("tempdir");
     for (given, missing) in [("nope", "nope"), ("./nope/deeper", "nope")] {
-        let output = Command::new(env!("CARGO_BIN_EXE_krender"))
-            .args(["fn", "render", given])
-            .current_dir(temp.path())
-            .output()
-            .expect("run");
-        assert_eq!(output.status.code(), Some(1));
+        let (code, stderr) = krender_in(temp.path(), &["fn", "render", given]);
+        assert_eq!(code, Some(1));
         assert_eq!(
-            String::from_utf8_lossy(&output.stderr),
+            stderr,
             format!("error: lstat {missing}: no such file or directory\n")
         );
     }
@@ -127,14 +123,13 @@ fn invalid_exec_command_fails_before_any_function_runs() {
         "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - exec: \"sed -e s/a/b/\"\n    - exec: \"sed \\\"x\"\n",
     )
     .expect("Kptfile");
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
-        .args(["fn", "render", "app", "--allow-exec", "-o", "stdout"])
-        .current_dir(temp.path())
-        .output()
-        .expect("run");
-    assert_eq!(output.status.code(), Some(1));
+    let (code, stderr) = krender_in(
+        temp.path(),
+        &["fn", "render", "app", "--allow-exec", "-o", "stdout"],
+    );
+    assert_eq!(code, Some(1));
     assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
+        stderr,
         "Package \"app\":\nError: exec command \"sed \\\"x\" must be valid: EOF found when expecting closing quote \n"
     );
 }
@@ -426,14 +421,13 @@ fn existing_output_directory_is_refused() {
         &pkg,
     );
     std::fs::create_dir(temp.path().join("out")).expect("mkdir");
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
-        .args(["fn", "render", "exec-sed", "--allow-exec", "-o", "out"])
-        .current_dir(temp.path())
-        .output()
-        .expect("run");
-    assert_eq!(output.status.code(), Some(1));
+    let (code, stderr) = krender_in(
+        temp.path(),
+        &["fn", "render", "exec-sed", "--allow-exec", "-o", "out"],
+    );
+    assert_eq!(code, Some(1));
     assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
+        stderr,
         "error: directory \"out\" already exists, please delete the directory and retry\n"
     );
 }

@@ -46,3 +46,16 @@ pub(crate) fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Runs the krender binary with `args` in `dir`: its exit code and stderr.
+pub(crate) fn krender_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run krender");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
