@@ -255,7 +255,7 @@ fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, Str
         },
         save_on_failure: false,
         image: Arc::from(image_evaluator(&ChainOptions::default())),
-        exec: Arc::new(krender::runtime::exec::ExecEvaluator),
+        exec: Arc::new(krender::runtime::exec::ExecEvaluator::default()),
     };
     // `RUST_LOG=krender=info` times the session's phases, as the CLI does.
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG") {

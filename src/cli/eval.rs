@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use super::args::{EvalArgs, SinkArgs, SourceArgs};
 use super::render::{absolute, output_mode, print_report};
+use super::signals::Interrupts;
 use crate::hydrate::printer::Printer;
 use crate::hydrate::results::{FnResult, ResultItems, result_list_node};
 use crate::hydrate::{Output, Report, bridge, select};
@@ -67,7 +68,12 @@ fn selector(
 
 /// Runs `fn eval` and returns the exit code: on a ResourceList from stdin
 /// (`-`) or on the package tree at DIR, written back in place (or to `-o`).
-pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub(super) fn run(
+    args: &EvalArgs,
+    interrupts: &Interrupts,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     // kpt's validateOptionalFlags, first of all.
     let flag_error = if args.include_meta_resources {
         Some(
@@ -171,9 +177,9 @@ pub(super) fn run(args: &EvalArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     };
     let dir = args.dir.as_deref().unwrap_or(".");
     let code = if dir == "-" {
-        run_on_stdin(args, &function, &config, out, err)
+        run_on_stdin(args, interrupts, &function, &config, out, err)
     } else {
-        run_on_package(args, dir, &function, &config, out, err)
+        run_on_package(args, interrupts, dir, &function, &config, out, err)
     };
     // A package saves under its lock (in `run_on_package`); from stdin kpt
     // saves into the current directory's Kptfile.
@@ -371,24 +377,29 @@ enum Ran {
     Output(Vec<Node>),
     /// It failed; the progress lines and messages are printed.
     Failed,
+    /// A signal stopped it (the exit code); nothing may be written.
+    Interrupted(i32),
 }
 
 /// Runs the function on `items`, printing kpt's progress lines, and saves
 /// `--results-dir`.
 fn run_function(
     args: &EvalArgs,
+    interrupts: &Interrupts,
     function: &Function,
     config: &Node,
     items: Vec<Node>,
     err: &mut dyn Write,
 ) -> Ran {
+    let cancel = interrupts.cancel().clone();
     let image_runtime = crate::engine::cache::wrap_image_evaluator(
         image_evaluator(&ChainOptions {
             image_pull_policy: args.image_pull_policy.clone(),
+            cancel: cancel.clone(),
         }),
         &args.cache.options(),
     );
-    let exec_runtime = ExecEvaluator;
+    let exec_runtime = ExecEvaluator { cancel };
     let (evaluator, target): (&dyn Evaluator, FunctionTarget<'_>) = if function.image.is_empty() {
         (&exec_runtime, FunctionTarget::Exec(&function.exec))
     } else {
@@ -429,6 +440,10 @@ fn run_function(
         .map_err(|failure| failure.to_string()),
     };
     let elapsed = started.elapsed();
+    if let Some(code) = interrupts.exit_code() {
+        let _ = writeln!(err, "{}", interrupts.message("fn eval"));
+        return Ran::Interrupted(code);
+    }
     let mut fn_result = FnResult {
         image: function.image.clone(),
         exec: function.exec.clone(),
@@ -509,6 +524,7 @@ fn run_function(
 /// `fn eval -`: a ResourceList on stdin, the output list on stdout.
 fn run_on_stdin(
     args: &EvalArgs,
+    interrupts: &Interrupts,
     function: &Function,
     config: &Node,
     out: &mut dyn Write,
@@ -527,7 +543,7 @@ fn run_on_stdin(
         }
     };
     add_stream_seq_indent(&input, &mut items);
-    match run_function(args, function, config, items, err) {
+    match run_function(args, interrupts, function, config, items, err) {
         Ran::Output(output) => {
             let text = match args.output.as_deref() {
                 Some("unwrap") => bridge::unwrap_text(&output),
@@ -537,6 +553,7 @@ fn run_on_stdin(
             0
         }
         Ran::Failed => 1,
+        Ran::Interrupted(code) => code,
     }
 }
 
@@ -585,6 +602,7 @@ fn add_stream_seq_indent(text: &str, items: &mut [Node]) {
 /// A failing function changes nothing.
 fn run_on_package(
     args: &EvalArgs,
+    interrupts: &Interrupts,
     dir: &str,
     function: &Function,
     config: &Node,
@@ -644,9 +662,10 @@ fn run_on_package(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let resources = match run_function(args, function, config, items, err) {
+    let resources = match run_function(args, interrupts, function, config, items, err) {
         Ran::Output(resources) => resources,
         Ran::Failed => return 1,
+        Ran::Interrupted(code) => return code,
     };
     let written = match &output {
         Output::InPlace => crate::pkg::writer::plan_package(&root, &resources, &files_read)

@@ -5,8 +5,10 @@
 pub mod args;
 mod cache;
 mod eval;
+mod progress;
 mod render;
 mod rpkg;
+mod signals;
 mod watch;
 
 use std::io::Write;
@@ -15,6 +17,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{Cli, Command, FnCommand, LayerCommand};
+use signals::Interrupts;
 
 /// Runs krender with the given command-line arguments and returns the exit code.
 pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
@@ -28,17 +31,19 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
     };
     init_tracing();
     let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
     let mut out = stdout.lock();
-    let mut err = stderr.lock();
+    // Not locked for the whole command, unlike stdout: the progress bar's
+    // tick thread and the render's workers draw on stderr too, and waiting
+    // for a lock held here deadlocked them against the main thread.
+    let mut err = std::io::stderr();
     let code = match cli.command {
         Command::Fn {
             command: FnCommand::Render(args),
         }
-        | Command::Render(args) => render::run(&args, &mut out, &mut err),
+        | Command::Render(args) => render::run(&args, &Interrupts::install(), &mut out, &mut err),
         Command::Fn {
             command: FnCommand::Eval(args),
-        } => eval::run(&args, &mut out, &mut err),
+        } => eval::run(&args, &Interrupts::install(), &mut out, &mut err),
         Command::Fn {
             command: FnCommand::Source(args),
         } => eval::source(&args, &mut out, &mut err),
@@ -49,7 +54,7 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
             command: LayerCommand::Render { paths },
         } => crate::layering::render_command(&paths, &mut out, &mut err),
         Command::Cache { command } => cache::run(&command, &mut out, &mut err),
-        Command::Watch(args) => watch::run(&args, &mut out, &mut err),
+        Command::Watch(args) => watch::run(&args, &Interrupts::install(), &mut out, &mut err),
         Command::Rpkg(args) => rpkg::run(&args, &mut out, &mut err),
         Command::Version => {
             let _ = writeln!(out, "{}", env!("CARGO_PKG_VERSION"));
@@ -69,16 +74,10 @@ fn init_tracing() {
     let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG") else {
         return;
     };
-    // Not `std::io::stderr`: `run` holds its lock for the whole command
-    // (kpt's log lines go through it), so events from worker threads would
-    // wait for it forever. A duplicate of the descriptor has no such lock.
-    let Ok(fd) = std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned() else {
-        return;
-    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::sync::Mutex::new(std::fs::File::from(fd)))
+        .with_writer(std::io::stderr)
         .try_init();
 }

@@ -5,15 +5,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::args::RenderArgs;
+use super::progress::{self, AboveBar};
+use super::signals::Interrupts;
 use crate::engine::cache::{CachePolicy, CachingEvaluator};
 use crate::engine::db::RenderContext;
 use crate::engine::manifest::{self, Manifest, RenderKey, TreeSnapshot};
 use crate::engine::oneshot::render_once;
-use crate::engine::session::Progress;
 use crate::engine::stamps::FileStamps;
-use crate::hydrate::{self, Output, RenderOptions, Report};
+use crate::hydrate::{self, Output, RenderOptions, RenderOutcome, Report};
 use crate::pkg::kptfile::{DEFAULT_IMAGE_PREFIX, Kptfile, SAVE_ON_RENDER_FAILURE_ANNOTATION};
-use crate::runtime::Evaluator;
+use crate::runtime::builtin::split_image;
+use crate::runtime::{Evaluator, Executor, FunctionTarget};
+use crate::runtime::cancel::Cancel;
 use crate::runtime::chain::CONFIG_ENV;
 use crate::runtime::chain::{ChainOptions, image_evaluator};
 use crate::runtime::exec::ExecEvaluator;
@@ -28,17 +31,7 @@ pub(super) fn absolute(path: &Path) -> PathBuf {
             .map(|cwd| cwd.join(path))
             .unwrap_or_else(|_| path.to_path_buf())
     };
-    let mut clean = PathBuf::new();
-    for component in joined.components() {
-        match component {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                clean.pop();
-            }
-            other => clean.push(other),
-        }
-    }
-    clean
+    crate::pkg::tree::lexical(&joined)
 }
 
 /// The package path kpt renders: absolute, with a symbolic link to the
@@ -95,7 +88,12 @@ pub(super) fn output_mode(output: Option<&str>) -> Output {
 }
 
 /// Runs `fn render` and returns the exit code.
-pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub(super) fn run(
+    args: &RenderArgs,
+    interrupts: &Interrupts,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     if let Some(message) = args.pkg_path.as_deref().and_then(missing_path_error) {
         print_report(&Report::Command(message), err);
         return 1;
@@ -143,21 +141,30 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
             return 1;
         }
     };
-    let (context, cached) = render_context(args, &root, &kptfile, &output, cache_dir);
-    let bar = progress_bar(args.quiet);
-    let progress: Option<Progress> = bar.clone().map(|bar| {
-        Arc::new(move |done: usize, total: usize| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        }) as Progress
-    });
+    let (context, cached) = render_context(
+        args,
+        &root,
+        &kptfile,
+        &output,
+        cache_dir,
+        interrupts.cancel(),
+    );
+    let bar = progress::bar(args.quiet);
+    let progress = bar.as_ref().map(progress::callback);
+    let mut err = AboveBar::new(err, bar.clone());
     let mut out = Tee::new(out, manifest.is_some());
-    let mut err = Tee::new(err, manifest.is_some());
+    let mut err = Tee::new(&mut err, manifest.is_some());
     let files = manifest.as_ref().map(|check| &check.files);
     let outcome = render_once(&context, args.jobs, kptfile, &mut err, progress, files);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    if let Some(code) = interrupts.exit_code() {
+        // Whatever ran was cut short: nothing is written, not even status.
+        let _ = writeln!(err, "{}", interrupts.message("render"));
+        return code;
+    }
+    let hint = builtin_hint(&outcome, context.image.as_ref());
     match hydrate::apply(outcome, &output, results_dir.as_deref(), &mut out, &mut err) {
         Ok(()) => {
             let pure = cached.as_ref().is_some_and(Caches::all_pure);
@@ -170,29 +177,38 @@ pub(super) fn run(args: &RenderArgs, out: &mut dyn Write, err: &mut dyn Write) -
         }
         Err(error) => {
             print_report(&error.report(), &mut err);
+            if let Some(hint) = hint {
+                let _ = writeln!(err, "{hint}");
+            }
             1
         }
     }
 }
 
-/// A progress bar for long renders, drawn on stderr only when it is a
-/// terminal (kpt's progress lines, which go to stderr too, are printed after
-/// it is cleared) and not with `--quiet`.
-fn progress_bar(quiet: bool) -> Option<indicatif::ProgressBar> {
-    use std::io::IsTerminal;
-    if quiet || !std::io::stderr().is_terminal() {
+/// After a render whose failing step ran as one of krender's builtins: a
+/// line saying so, and the `render.toml` entry that runs the real function
+/// instead (kpt's own lines all come before it).
+pub(super) fn builtin_hint(outcome: &RenderOutcome, image: &dyn Evaluator) -> Option<String> {
+    let failed = outcome
+        .mutation_steps
+        .iter()
+        .chain(&outcome.validation_steps)
+        .rev()
+        .find(|step| step.exit_code != 0)?;
+    if failed.image.is_empty() {
         return None;
     }
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} rendering {pos}/{len} packages {elapsed}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    // Short renders finish before the first tick and never show it.
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    Some(bar)
+    let Some(Executor::Builtin(name)) = image.executor(FunctionTarget::Image(&failed.image)) else {
+        return None;
+    };
+    let (bare, tag) = split_image(&failed.image);
+    let tag = tag.trim_start_matches([':', '@']);
+    Some(format!(
+        "krender: {:?} failed in krender's builtin {name}, not in the function's image; \
+         to run the real function instead, add to render.toml:\n  \
+         [[function]]\n  image = {bare:?}\n  container = [{tag:?}]",
+        failed.image
+    ))
 }
 
 /// The evaluators with the function cache in front (when it is on), kept
@@ -223,6 +239,7 @@ pub(super) fn render_context(
     kptfile: &Kptfile,
     output: &Output,
     cache_dir: Option<PathBuf>,
+    cancel: &Cancel,
 ) -> (RenderContext, Option<Caches>) {
     let options = RenderOptions {
         allow_exec: args.allow_exec,
@@ -234,10 +251,15 @@ pub(super) fn render_context(
             .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned()),
         in_place: *output == Output::InPlace,
         jobs: args.jobs,
+        cancel: cancel.clone(),
         ..RenderOptions::default()
     };
     let chain_options = ChainOptions {
         image_pull_policy: args.image_pull_policy.clone(),
+        cancel: cancel.clone(),
+    };
+    let exec = ExecEvaluator {
+        cancel: cancel.clone(),
     };
     let caches = cache_dir.map(|dir| {
         let policy = CachePolicy::from_environment();
@@ -247,14 +269,14 @@ pub(super) fn render_context(
                 dir.clone(),
                 policy.clone(),
             )),
-            exec: Arc::new(CachingEvaluator::new(ExecEvaluator, dir, policy)),
+            exec: Arc::new(CachingEvaluator::new(exec.clone(), dir, policy)),
         }
     });
     let (image, exec): (Arc<dyn Evaluator>, Arc<dyn Evaluator>) = match &caches {
         Some(caches) => (caches.image.clone(), caches.exec.clone()),
         None => (
             Arc::from(image_evaluator(&chain_options)),
-            Arc::new(ExecEvaluator),
+            Arc::new(exec),
         ),
     };
     let context = RenderContext {

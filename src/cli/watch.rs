@@ -11,20 +11,20 @@
 //! shape); what changed is decided by content (the session compares bytes),
 //! so our own writes come back as at most one more rebuild that finds the
 //! tree at its fixed point.
-//! Ctrl-C is handled between rebuilds: the render in flight finishes (and
-//! writes whole or not at all), then the loop exits 0.
+//! Ctrl-C (or SIGTERM) stops the watch at once: a rebuild in flight is cut
+//! short (its functions are killed) and writes nothing, and the command
+//! exits 130 (143).
 
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::args::WatchArgs;
+use super::signals::Interrupts;
 use super::render::{
     Caches, absolute, output_mode, print_report, render_context, resolve_package_path,
 };
@@ -32,9 +32,15 @@ use crate::engine::session::RenderSession;
 use crate::hydrate::{self, Output, Report};
 use crate::layering::incremental::LayeringSession;
 use crate::pkg::kptfile::KPTFILE_NAME;
+use crate::runtime::cancel::Cancel;
 
 /// Runs `watch` until Ctrl-C; returns the exit code.
-pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub(super) fn run(
+    args: &WatchArgs,
+    interrupts: &Interrupts,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     let render_args = &args.render;
     let root = resolve_package_path(render_args.pkg_path.as_deref().unwrap_or(Path::new(".")));
     let output = output_mode(render_args.output.as_deref());
@@ -46,7 +52,8 @@ pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) ->
         return 1;
     }
     if !root.join(KPTFILE_NAME).exists() {
-        return watch_layered(&root, Duration::from_millis(args.debounce_ms), out, err);
+        let debounce = Duration::from_millis(args.debounce_ms);
+        return watch_layered(&root, debounce, interrupts, out, err);
     }
     let kptfile = match hydrate::load_root(&root) {
         Ok(kptfile) => kptfile,
@@ -56,7 +63,14 @@ pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) ->
         }
     };
     let cache_dir = render_args.cache.options().resolved_dir();
-    let (context, cached) = render_context(render_args, &root, &kptfile, &output, cache_dir);
+    let (context, cached) = render_context(
+        render_args,
+        &root,
+        &kptfile,
+        &output,
+        cache_dir,
+        interrupts.cancel(),
+    );
     let mut session = RenderSession::new(context, render_args.jobs);
 
     // Each rebuild rewrites results.yaml, as a render would.
@@ -67,13 +81,14 @@ pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) ->
         output: &output,
         results_dir: results_dir.as_deref(),
         cached: cached.as_ref(),
+        interrupts,
     };
     // Lifecycle (issue 8): a watch of a package being rendered fails at once.
     if let Err(report) = super::rpkg::open_for_render(&root, output == Output::InPlace, err) {
         print_report(&report, err);
         return 1;
     }
-    let watch = match Watch::start(&root) {
+    let watch = match Watch::start(&root, interrupts.cancel()) {
         Ok(watch) => watch,
         Err(message) => {
             print_report(&Report::Error(message), err);
@@ -85,7 +100,7 @@ pub(super) fn run(args: &WatchArgs, out: &mut dyn Write, err: &mut dyn Write) ->
     watch.run(debounce, err, |changed, err| {
         rebuild.run(Some(&changed), out, err)
     });
-    0
+    interrupts.exit_code().unwrap_or(0)
 }
 
 /// A running file watcher on a root, started before the first build so that
@@ -94,18 +109,13 @@ struct Watch {
     // Kept alive for the events; dropping it stops the watch.
     _watcher: notify::RecommendedWatcher,
     events: mpsc::Receiver<notify::Result<notify::Event>>,
-    stop: Arc<AtomicBool>,
+    stop: Cancel,
 }
 
 impl Watch {
-    /// Watches `root` recursively and installs the Ctrl-C handler.
-    fn start(root: &Path) -> Result<Watch, String> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let handler_stop = stop.clone();
-        // Without a handler Ctrl-C would kill us mid-write; a second
-        // handler (tests calling run twice) is not an error worth stopping
-        // for.
-        let _ = ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst));
+    /// Watches `root` recursively until `stop` trips (Ctrl-C).
+    fn start(root: &Path, stop: &Cancel) -> Result<Watch, String> {
+        let stop = stop.clone();
         let (sender, events) = mpsc::channel();
         let mut watcher = notify::recommended_watcher(move |event| {
             let _ = sender.send(event);
@@ -134,7 +144,7 @@ impl Watch {
         let mut changed = BTreeSet::new();
         // The watcher lost events (or failed): the paths say too little.
         let mut rescan = false;
-        while !self.stop.load(Ordering::SeqCst) {
+        while !self.stop.is_cancelled() {
             match self.events.recv_timeout(Duration::from_millis(50)) {
                 Ok(Ok(event)) if event.need_rescan() => {
                     rescan = true;
@@ -169,7 +179,13 @@ impl Watch {
 
 /// `watch` on a layered document set (a directory or file without a
 /// Kptfile): the rendered documents go to stdout after every rebuild.
-fn watch_layered(root: &Path, debounce: Duration, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+fn watch_layered(
+    root: &Path,
+    debounce: Duration,
+    interrupts: &Interrupts,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     let mut session = match LayeringSession::new(&[root.to_path_buf()]) {
         Ok(session) => session,
         Err(error) => {
@@ -197,7 +213,7 @@ fn watch_layered(root: &Path, debounce: Duration, out: &mut dyn Write, err: &mut
             }
         }
     };
-    let watch = match Watch::start(root) {
+    let watch = match Watch::start(root, interrupts.cancel()) {
         Ok(watch) => watch,
         Err(message) => {
             print_report(&Report::Error(message), err);
@@ -215,7 +231,7 @@ fn watch_layered(root: &Path, debounce: Duration, out: &mut dyn Write, err: &mut
             render(&mut session, out, err);
         }
     });
-    0
+    interrupts.exit_code().unwrap_or(0)
 }
 
 /// Whether an event may change what a render reads: content changes, not
@@ -243,6 +259,7 @@ struct Rebuild<'a> {
     output: &'a Output,
     results_dir: Option<&'a Path>,
     cached: Option<&'a Caches>,
+    interrupts: &'a Interrupts,
 }
 
 impl Rebuild<'_> {
@@ -269,7 +286,7 @@ impl Rebuild<'_> {
                 return;
             }
         };
-        let kptfile = match hydrate::load_root(self.root) {
+        let kptfile = match self.session.load_root() {
             Ok(kptfile) => kptfile,
             Err(error) => {
                 print_report(&Report::kptfile(&error), err);
@@ -287,8 +304,22 @@ impl Rebuild<'_> {
         let runs_before = self.session.pipelines_run();
         let hits_before = self.cached.map_or(0, Caches::hits);
         let outcome = self.session.render(kptfile, err);
+        if self.interrupts.exit_code().is_some() {
+            // Cut short: nothing is written, not even status.
+            let _ = writeln!(err, "{}", self.interrupts.message("rebuild"));
+            return;
+        }
         let packages = outcome.n_packages;
-        let result = hydrate::apply(outcome, self.output, self.results_dir, out, err);
+        let mut written = hydrate::Written::default();
+        let result = hydrate::apply_recording(
+            outcome,
+            self.output,
+            self.results_dir,
+            out,
+            err,
+            &mut written,
+        );
+        self.session.own_writes(&written);
         let status = match &result {
             Ok(()) => "",
             Err(error) => {

@@ -341,7 +341,12 @@ impl<E: Evaluator> Evaluator for CachingEvaluator<E> {
         };
         if let Some(response) = self.lookup(&key) {
             CacheStats::bump(&self.stats.hits);
-            tracing::debug!(target: "krender::cache", key, "cache hit");
+            tracing::info!(
+                target: "krender::step",
+                function = ?request.target,
+                key,
+                "answered from the function cache; nothing ran",
+            );
             return Ok(response);
         }
         CacheStats::bump(&self.stats.misses);
@@ -362,6 +367,10 @@ impl<E: Evaluator> Evaluator for CachingEvaluator<E> {
         CacheStats::bump(&self.stats.native);
         Some(builtin)
     }
+
+    fn executor(&self, target: FunctionTarget<'_>) -> Option<crate::runtime::Executor> {
+        self.inner.executor(target)
+    }
 }
 
 /// Boxed evaluators (what the CLI builds) can be wrapped too.
@@ -372,6 +381,10 @@ impl<E: Evaluator + ?Sized> Evaluator for Box<E> {
 
     fn native(&self, target: FunctionTarget<'_>) -> Option<crate::runtime::builtin::Builtin> {
         (**self).native(target)
+    }
+
+    fn executor(&self, target: FunctionTarget<'_>) -> Option<crate::runtime::Executor> {
+        (**self).executor(target)
     }
 }
 

@@ -136,8 +136,17 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<SharedRun> {
         }
     }
     let kptfile = pkg.kptfile(db);
-    if kptfile.pipeline.reads_outside_input() {
-        // Run again in every revision.
+    // A run is a function of the package's inputs, `exec:` functions
+    // included (kpt asks functions to be deterministic): after an edit only
+    // the packages it reaches run again. A `configPath` the step reads from
+    // disk is among the package's files, and so an input, unless it is
+    // outside the package's listing: then the run is redone every revision.
+    let files = pkg.files(db);
+    let config_outside = kptfile.pipeline.config_paths().any(|config| {
+        let config = crate::pkg::tree::lexical(&pkg.path(db).join(config));
+        !files.iter().any(|file| file.absolute == config)
+    });
+    if config_outside {
         db.report_untracked_read();
     }
     let runtimes = Runtimes {

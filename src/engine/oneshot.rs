@@ -164,6 +164,9 @@ fn run_one(
     slots: &[Mutex<Option<PackageRun>>],
 ) -> Option<PackageRun> {
     let _span = tracing::debug_span!("pipeline", package = %pkg.path.display()).entered();
+    if context.options.cancel.is_cancelled() {
+        return None;
+    }
     let options = ReadOptions {
         package_path: Some(pkg.path.display().to_string()),
     };

@@ -23,10 +23,10 @@ use super::db::{Db, PackageSource, RenderContext, RenderDb, rendered_package};
 use super::levels::levels;
 use super::stamps::{FileStamps, StampedReader};
 use crate::hydrate::{
-    self, BfsMemo, PackageRun, Precomputed, RenderOutcome, Runtimes, SharedOutput,
+    self, BfsMemo, PackageRun, Precomputed, RenderOutcome, Runtimes, SharedOutput, Written,
 };
 use crate::krm::resource_list::ItemTexts;
-use crate::pkg::kptfile::{self, KPTFILE_NAME, Kptfile};
+use crate::pkg::kptfile::{self, KPTFILE_NAME, Kptfile, KptfileError};
 use crate::pkg::reader::{PackageFile, list_package_files};
 use crate::pkg::tree;
 
@@ -124,6 +124,27 @@ impl RenderSession {
         self.progress = Some(progress);
     }
 
+    /// Takes note of the files a render of this session wrote in place, so
+    /// that the next refresh does not take them for edits: a file that
+    /// still holds exactly what was written reads as the input that
+    /// produced it (see [`FileStamps::own_write`]).
+    pub fn own_writes(&mut self, written: &Written) {
+        tracing::debug!(files = written.files.len(), "own writes");
+        for (path, digest) in &written.files {
+            self.stamps.own_write(path, *digest);
+        }
+    }
+
+    /// Reads and validates the root Kptfile as [`hydrate::load_root`] does,
+    /// through the session's file stamps: a status this session wrote
+    /// reads as the Kptfile it rendered.
+    pub fn load_root(&mut self) -> Result<Kptfile, KptfileError> {
+        let reader = self.stamps.reader();
+        let kptfile = hydrate::load_root_with(&self.root, |path| reader.read(path));
+        self.stamps.merge(reader.into_seen());
+        kptfile
+    }
+
     /// The input of the package at `path`, as of the last refresh.
     pub fn package(&self, path: &Path) -> Option<PackageSource> {
         self.packages.get(path).copied()
@@ -176,6 +197,9 @@ impl RenderSession {
                     if source.children(&self.db) != &children {
                         source.set_children(&mut self.db).to(children);
                         changed = true;
+                    }
+                    if changed {
+                        tracing::debug!(package = %scanned.path.display(), "changed");
                     }
                     stats.changed += usize::from(changed);
                     source

@@ -56,6 +56,17 @@ impl Stamp {
 #[derive(Debug, Default)]
 pub struct FileStamps {
     files: HashMap<PathBuf, Entry>,
+    /// Files krender itself wrote since they were read (see
+    /// [`FileStamps::own_write`]).
+    own: HashMap<PathBuf, OwnWrite>,
+}
+
+/// A file krender wrote: the digest of what it wrote, and what the render
+/// that wrote it had read there.
+#[derive(Clone, Debug)]
+struct OwnWrite {
+    written: blake3::Hash,
+    read: Arc<[u8]>,
 }
 
 /// One file as last read.
@@ -93,6 +104,21 @@ impl FileStamps {
     pub fn merge(&mut self, seen: Seen) {
         self.files.extend(seen.files);
     }
+
+    /// Records that krender wrote bytes with digest `written` to `path`
+    /// (a render's own output). While the file holds exactly those bytes,
+    /// reads answer with what the render had read there: its own output is
+    /// not a change to its input (kpt's functions are idempotent, so the
+    /// render of either is the same). A file not read before is left alone.
+    pub fn own_write(&mut self, path: &Path, written: blake3::Hash) {
+        // What the render read there (itself an earlier own write's input
+        // when the file still held that write).
+        let Some(read) = self.files.get(path).map(|entry| entry.bytes.clone()) else {
+            tracing::debug!(path = %path.display(), "own write of a file not read");
+            return;
+        };
+        self.own.insert(path.to_path_buf(), OwnWrite { written, read });
+    }
 }
 
 /// What one scan read, detached from the stamps it trusted.
@@ -119,7 +145,13 @@ impl StampedReader<'_> {
         // stamp taken before: the next scan sees a newer one and reads it.
         let bytes = match self.trusted(path, &stamp) {
             Some(bytes) => bytes,
-            None => std::fs::read(path)?.into(),
+            None => {
+                let bytes: Arc<[u8]> = std::fs::read(path)?.into();
+                match self.previous.own.get(path) {
+                    Some(own) if blake3::hash(&bytes) == own.written => own.read.clone(),
+                    _ => bytes,
+                }
+            }
         };
         if let Ok(mut seen) = self.seen.lock() {
             let entry = Entry {

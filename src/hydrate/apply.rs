@@ -74,6 +74,45 @@ pub fn apply(
     stdout: &mut dyn Write,
     log: &mut dyn Write,
 ) -> Result<(), ApplyError> {
+    apply_recording(
+        outcome,
+        output,
+        results_dir,
+        stdout,
+        log,
+        &mut Written::default(),
+    )
+}
+
+/// The files an apply wrote in place, each with the digest of the bytes it
+/// was given: a watcher tells its own writes from the user's by them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Absolute path and blake3 of the bytes written, in commit order.
+    pub files: Vec<(PathBuf, blake3::Hash)>,
+}
+
+impl Written {
+    fn record(&mut self, root: &Path, changes: &draft::Changes) {
+        self.files.extend(
+            changes
+                .writes()
+                .iter()
+                .map(|(relative, bytes)| (root.join(relative), blake3::hash(bytes))),
+        );
+    }
+}
+
+/// [`apply`], adding to `written` every file committed in place (the
+/// status of a failed render included).
+pub fn apply_recording(
+    outcome: RenderOutcome,
+    output: &Output,
+    results_dir: Option<&Path>,
+    stdout: &mut dyn Write,
+    log: &mut dyn Write,
+    written: &mut Written,
+) -> Result<(), ApplyError> {
     let _span = tracing::info_span!("apply").entered();
     let in_place = *output == Output::InPlace;
     let root = outcome.root.clone();
@@ -81,7 +120,7 @@ pub fn apply(
         && !outcome.save_on_failure
     {
         if in_place {
-            commit_status_only(&root, &outcome, Some(error));
+            commit_status_only(&root, &outcome, Some(error), written);
         }
         save_results(results_dir, &outcome, log);
         return Err(ApplyError::Render(error.clone()));
@@ -118,7 +157,7 @@ pub fn apply(
     if let Err(message) = adjust_paths(&root, &mut resources) {
         if in_place {
             let error = HydrateError::plain(&root, &message, Report::Error(message.clone()));
-            commit_status_only(&root, &outcome, Some(&error));
+            commit_status_only(&root, &outcome, Some(&error), written);
         }
         return Err(ApplyError::Write { message });
     }
@@ -157,6 +196,7 @@ pub fn apply(
         draft::commit(&root, &changes).map_err(|error| ApplyError::Write {
             message: format!("failed to save resources: {error}"),
         })?;
+        written.record(&root, &changes);
         let summary = if outcome.error.is_none() {
             format!(
                 "Successfully executed {} function(s) in {} package(s).\n",
@@ -200,10 +240,17 @@ pub fn apply(
 
 /// A failed render writes only the root Kptfile's status; kpt ignores a
 /// failure to write it, and so do we.
-fn commit_status_only(root: &Path, outcome: &RenderOutcome, error: Option<&HydrateError>) {
+fn commit_status_only(
+    root: &Path,
+    outcome: &RenderOutcome,
+    error: Option<&HydrateError>,
+    written: &mut Written,
+) {
     let mut changes = draft::Changes::default();
     stage_status(root, outcome, error, &mut changes);
-    let _ = draft::commit(root, &changes);
+    if draft::commit(root, &changes).is_ok() {
+        written.record(root, &changes);
+    }
 }
 
 /// kpt's `adjustRelPath`: paths relative to the root, package-path removed.

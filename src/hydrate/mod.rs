@@ -28,10 +28,11 @@ use crate::krm::resource::{self, clean_path};
 use crate::krm::resource_list::ItemTexts;
 use crate::pkg::kptfile::{self, Function, Kptfile, KptfileError};
 use crate::pkg::tree;
+use crate::runtime::cancel::Cancel;
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style};
 
-pub use apply::{ApplyError, Output, apply};
+pub use apply::{ApplyError, Output, Written, apply, apply_recording};
 pub use error::{HydrateError, Report};
 use printer::Printer;
 use results::{FnResult, ResultItems, StepRecord};
@@ -58,6 +59,9 @@ pub struct RenderOptions {
     /// `--jobs`: threads for the packages of one BFS level (default: one
     /// per core).
     pub jobs: Option<usize>,
+    /// Stops the render between steps when tripped (and kills running
+    /// functions, through the evaluators holding the same token).
+    pub cancel: Cancel,
 }
 
 impl Default for RenderOptions {
@@ -70,6 +74,7 @@ impl Default for RenderOptions {
             timeout: Duration::from_secs(3600),
             in_place: true,
             jobs: None,
+            cancel: Cancel::new(),
         }
     }
 }
@@ -159,14 +164,30 @@ struct PkgNode {
 /// Reads and validates the root package's Kptfile (kpt does this before any
 /// hydration; failures here leave the package untouched).
 pub fn load_root(root: &Path) -> Result<Kptfile, KptfileError> {
-    let kptfile = read_kptfile(root)?;
+    load_root_with(root, |file| std::fs::read(file).map(Arc::from))
+}
+
+/// [`load_root`], reading the file with `read` (a watch session reads
+/// through its file stamps).
+pub fn load_root_with(
+    root: &Path,
+    read: impl FnOnce(&Path) -> std::io::Result<Arc<[u8]>>,
+) -> Result<Kptfile, KptfileError> {
+    let kptfile = read_kptfile_with(root, read)?;
     kptfile.validate(root)?;
     Ok(kptfile)
 }
 
 fn read_kptfile(dir: &Path) -> Result<Kptfile, KptfileError> {
+    read_kptfile_with(dir, |file| std::fs::read(file).map(Arc::from))
+}
+
+fn read_kptfile_with(
+    dir: &Path,
+    read: impl FnOnce(&Path) -> std::io::Result<Arc<[u8]>>,
+) -> Result<Kptfile, KptfileError> {
     let file = dir.join(kptfile::KPTFILE_NAME);
-    let bytes = match std::fs::read(&file) {
+    let bytes = match read(&file) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return Err(KptfileError::Missing {
@@ -767,8 +788,10 @@ impl<'a, 'w> Hydrator<'a, 'w> {
     }
 
     /// [`Hydrator::run_pipeline`] for a BFS package, through the session's
-    /// memo when there is one. Pipelines with `exec:` or `configPath:` steps
-    /// read outside their input, so they always run.
+    /// memo when there is one. Pipelines with `configPath:` steps read a
+    /// file outside their input, so they always run; a run is otherwise a
+    /// function of its Kptfile and input (`exec:` functions included: kpt
+    /// asks functions to be deterministic).
     fn run_bfs_pipeline(
         &mut self,
         node: &PkgNode,
@@ -778,7 +801,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         let Some(mut memo) = self.bfs_memo.take() else {
             return self.run_pipeline(node, input, outer);
         };
-        let impure = node.kptfile.pipeline.reads_outside_input();
+        let impure = node.kptfile.pipeline.config_paths().next().is_some();
         let reused = match memo.runs.get(&node.path) {
             Some((kptfile, previous, run))
                 if !impure
@@ -1071,6 +1094,14 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         display: &str,
         known: Option<SettledList>,
     ) -> Result<Vec<Node>, StepFailure> {
+        if self.options.cancel.is_cancelled() {
+            // Stopped before the step started: no line, no result.
+            let message = EvalError::Interrupted.to_string();
+            return Err(StepFailure {
+                report: Report::Error(message.clone()),
+                message,
+            });
+        }
         let name = step.display_name().to_owned();
         self.printer.running(&name, selected_count, Some(display));
         let started = Instant::now();
@@ -1143,6 +1174,16 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         } else {
             (self.runtimes.image, FunctionTarget::Image(&step.image))
         };
+        // Which executor runs the step: builtin, program or container.
+        tracing::info!(
+            target: "krender::step",
+            package = %pkg.display(),
+            function = step.display_name(),
+            executor = %evaluator
+                .executor(target)
+                .map_or_else(|| "unknown".to_owned(), |executor| executor.to_string()),
+            "step",
+        );
         let run = match bridge::run_filter(
             evaluator,
             target,

@@ -1029,10 +1029,8 @@ pub fn render_in_place(dir: &Path) -> Result<(), String> {
     use crate::runtime::exec::ExecEvaluator;
     let kptfile = hydrate::load_root(dir).map_err(|error| error.to_string())?;
     let options = RenderOptions::default();
-    let image = image_evaluator(&ChainOptions {
-        image_pull_policy: None,
-    });
-    let exec = ExecEvaluator;
+    let image = image_evaluator(&ChainOptions::default());
+    let exec = ExecEvaluator::default();
     let runtimes = Runtimes {
         image: image.as_ref(),
         exec: &exec,

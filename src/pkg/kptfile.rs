@@ -384,14 +384,14 @@ impl Pipeline {
         self.mutators.is_empty() && self.validators.is_empty()
     }
 
-    /// True when a run may depend on more than its input resources: `exec`
-    /// functions may read anything, and a `configPath` is re-read from disk
-    /// by the step. Memoized runs of such pipelines are never reused.
-    pub fn reads_outside_input(&self) -> bool {
+    /// The `configPath` of every step that has one: files the step reads
+    /// from disk itself, outside its input resources.
+    pub fn config_paths(&self) -> impl Iterator<Item = &str> {
         self.mutators
             .iter()
             .chain(&self.validators)
-            .any(|function| !function.exec.is_empty() || !function.config_path.is_empty())
+            .map(|function| function.config_path.as_str())
+            .filter(|path| !path.is_empty())
     }
 }
 

@@ -6,6 +6,22 @@ use std::path::{Path, PathBuf};
 
 use super::kptfile::KPTFILE_NAME;
 
+/// `path` with `.` and `..` components resolved lexically, without the
+/// file system (kpt does not resolve symbolic links in package paths).
+pub(crate) fn lexical(path: &Path) -> PathBuf {
+    let mut clean = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            other => clean.push(other),
+        }
+    }
+    clean
+}
+
 /// The direct subpackages of the package at `dir`: every directory below it
 /// that contains a Kptfile and is not inside another such directory.
 /// Symbolic links are not followed, as kpt's walk does not follow them.

@@ -6,20 +6,25 @@
 use std::path::PathBuf;
 
 use super::builtin::BuiltinEvaluator;
+use super::cancel::Cancel;
 use super::config::{ConfigError, FunctionTable, Route};
 use super::container::ContainerEvaluator;
 use super::exec::run_process;
-use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+use super::{
+    EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget,
+};
 
 /// Environment variable naming the function table; without it
 /// `render.toml` in the working directory is used when present.
 pub const CONFIG_ENV: &str = "KRENDER_CONFIG";
 
 /// Options the CLI passes to the chain.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct ChainOptions {
     /// `--image-pull-policy` (`Always`, `IfNotPresent`, `Never`), if given.
     pub image_pull_policy: Option<String>,
+    /// Trips to kill the running functions (the CLI's Ctrl-C).
+    pub cancel: Cancel,
 }
 
 /// The evaluator for `image:` steps, configured by the function table
@@ -36,6 +41,7 @@ pub fn image_evaluator(options: &ChainOptions) -> Box<dyn Evaluator> {
 pub struct ImageEvaluator {
     table: Result<FunctionTable, ConfigError>,
     pull_policy: Option<String>,
+    cancel: Cancel,
 }
 
 impl ImageEvaluator {
@@ -47,6 +53,7 @@ impl ImageEvaluator {
         ImageEvaluator {
             table,
             pull_policy: options.image_pull_policy.clone(),
+            cancel: options.cancel.clone(),
         }
     }
 
@@ -54,6 +61,7 @@ impl ImageEvaluator {
         ContainerEvaluator {
             pull_policy: self.pull_policy.clone().or(pull_policy),
             engine: None,
+            cancel: self.cancel.clone(),
         }
     }
 }
@@ -83,7 +91,13 @@ impl Evaluator for ImageEvaluator {
             ])
             .evaluate(&request),
             Route::Executable(path) => {
-                run_process(&path.to_string_lossy(), &[], request.input, request.timeout)
+                run_process(
+                &path.to_string_lossy(),
+                &[],
+                request.input,
+                request.timeout,
+                &self.cancel,
+            )
             }
             Route::Container { pull_policy } => self.container(pull_policy).evaluate(&request),
         }
@@ -99,6 +113,17 @@ impl Evaluator for ImageEvaluator {
             }
             .native(target),
             _ => None,
+        }
+    }
+
+    fn executor(&self, target: FunctionTarget<'_>) -> Option<Executor> {
+        let FunctionTarget::Image(image) = target else {
+            return None;
+        };
+        match self.table.as_ref().ok()?.route(image) {
+            Route::Builtin(builtin) => Some(Executor::Builtin(builtin.name())),
+            Route::Executable(path) => Some(Executor::Executable(path.display().to_string())),
+            Route::Container { pull_policy } => self.container(pull_policy).executor(target),
         }
     }
 }
@@ -136,5 +161,11 @@ impl Evaluator for ChainEvaluator {
     /// be asked after the first said "not found".
     fn native(&self, target: FunctionTarget<'_>) -> Option<super::builtin::Builtin> {
         self.evaluators.first()?.native(target)
+    }
+
+    fn executor(&self, target: FunctionTarget<'_>) -> Option<Executor> {
+        self.evaluators
+            .iter()
+            .find_map(|evaluator| evaluator.executor(target))
     }
 }

@@ -6,8 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::cancel::Cancel;
 use super::exec::run_process;
-use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+use super::{
+    EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget,
+};
 
 /// Runs `image:` functions in containers.
 #[derive(Clone, Debug, Default)]
@@ -16,6 +19,8 @@ pub struct ContainerEvaluator {
     pub pull_policy: Option<String>,
     /// The engine binary; `None` = the first of docker, podman on `PATH`.
     pub engine: Option<PathBuf>,
+    /// Trips to kill the running engine client (the CLI's Ctrl-C).
+    pub cancel: Cancel,
 }
 
 impl ContainerEvaluator {
@@ -85,7 +90,20 @@ impl Evaluator for ContainerEvaluator {
             &self.arguments(image),
             request.input,
             request.timeout,
+            &self.cancel,
         )
+    }
+
+    fn executor(&self, target: FunctionTarget<'_>) -> Option<Executor> {
+        let FunctionTarget::Image(image) = target else {
+            return None;
+        };
+        Some(Executor::Container {
+            engine: self
+                .engine()
+                .map_or_else(|| "no engine".to_owned(), |engine| engine.display().to_string()),
+            image: image.to_owned(),
+        })
     }
 }
 
@@ -98,6 +116,7 @@ mod tests {
         let evaluator = ContainerEvaluator {
             pull_policy: Some("Never".to_owned()),
             engine: None,
+            cancel: Cancel::new(),
         };
         let args = evaluator.arguments("img:1");
         assert_eq!(args[..5], ["run", "--rm", "-i", "--pull", "never"]);
@@ -109,6 +128,7 @@ mod tests {
         let missing = ContainerEvaluator {
             pull_policy: None,
             engine: Some(PathBuf::from("/nonexistent/docker")),
+            cancel: Cancel::new(),
         };
         let request = FunctionRequest {
             target: FunctionTarget::Image("img:1"),

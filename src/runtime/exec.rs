@@ -3,18 +3,28 @@
 //!
 //! stdin is written on its own thread and stderr is drained on another, so
 //! a function that writes a lot before reading everything (or a chatty
-//! stderr) cannot deadlock against us. A deadline kills the child.
+//! stderr) cannot deadlock against us. Each child leads its own process
+//! group, killed whole when the child exits, at the deadline, or when the
+//! render is cancelled: no function outlives its step.
 
 use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+use super::cancel::Cancel;
+use super::{
+    EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget,
+};
 
 /// Runs `exec:` functions as child processes.
 #[derive(Clone, Debug, Default)]
-pub struct ExecEvaluator;
+pub struct ExecEvaluator {
+    /// Trips to kill the running functions (the CLI's Ctrl-C).
+    pub cancel: Cancel,
+}
 
 /// Splits an `exec:` string like a POSIX shell would (quotes and escapes,
 /// no expansion), as kpt's shlex split does.
@@ -50,27 +60,45 @@ impl Evaluator for ExecEvaluator {
             Some((program, args)) => (program.clone(), args.to_vec()),
             None => (command.to_owned(), Vec::new()),
         };
-        run_process(&program, &args, request.input, request.timeout)
+        run_process(&program, &args, request.input, request.timeout, &self.cancel)
+    }
+
+    fn executor(&self, target: FunctionTarget<'_>) -> Option<Executor> {
+        let FunctionTarget::Exec(command) = target else {
+            return None;
+        };
+        let words = split_command(command).ok()?;
+        Some(Executor::Executable(words.first()?.clone()))
     }
 }
 
 /// Runs `program args...` with `input` on stdin, reading stdout and stderr
-/// concurrently; kills the child after `timeout`.
+/// concurrently. The child leads a process group of its own: the terminal's
+/// Ctrl-C does not reach it (the caller decides), and the whole group is
+/// killed when the child exits (nothing it started outlives it), at the
+/// `timeout`, and when `cancel` trips.
 pub fn run_process(
     program: &str,
     args: &[String],
     input: &[u8],
     timeout: Duration,
+    cancel: &Cancel,
 ) -> Result<FunctionResponse, EvalError> {
+    if cancel.is_cancelled() {
+        return Err(EvalError::Interrupted);
+    }
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|error| {
             EvalError::ExecutionFailed(format!("fork/exec {program}: {}", go_io_text(&error)))
         })?;
+    let group = cancel.register(i32::try_from(child.id()).unwrap_or(0));
+    tracing::debug!(target: "krender::step", program, pid = child.id(), "started");
 
     // Scoped threads borrow the input instead of copying it (a DFS root's
     // input is the whole tree).
@@ -84,58 +112,37 @@ pub fn run_process(
             }
         });
         let stderr_pipe = child.stderr.take();
-        let stderr_reader = scope.spawn(move || {
-            let mut buffer = Vec::new();
-            if let Some(mut pipe) = stderr_pipe {
-                let _ = pipe.read_to_end(&mut buffer);
-            }
-            buffer
-        });
+        let stderr_reader = scope.spawn(move || read_all(stderr_pipe, 0));
+        // Sized for an output about as long as the input (a mutator's usual
+        // answer), instead of doubling up to it.
         let stdout_pipe = child.stdout.take();
-        let (stdout_closed, closed) = std::sync::mpsc::channel();
-        let stdout_reader = scope.spawn(move || {
-            // Sized for an output about as long as the input (a mutator's
-            // usual answer), instead of doubling up to it.
-            let mut buffer = Vec::with_capacity(input.len() + 4096);
-            if let Some(mut pipe) = stdout_pipe {
-                let _ = pipe.read_to_end(&mut buffer);
-            }
-            let _ = stdout_closed.send(());
-            buffer
+        let stdout_reader = scope.spawn(move || read_all(stdout_pipe, input.len() + 4096));
+        // The child is reaped on its own thread, so the wait for it needs no
+        // polling (a render runs hundreds of short functions).
+        let (exited, reaped) = mpsc::channel();
+        let waiter = scope.spawn(move || {
+            let status = child.wait();
+            let _ = exited.send(());
+            status
         });
-
-        let deadline = Instant::now() + timeout;
-        // A function closes its stdout when it exits: wait for that without
-        // polling (a render runs hundreds of short functions, and a fixed
-        // poll interval added its latency to each), then reap it, polling
-        // with a growing interval only for a child that closed stdout and
-        // lives on.
-        let _ = closed.recv_timeout(timeout);
-        let mut pause = Duration::from_micros(20);
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Ok(status),
-                Ok(None) => {
-                    if Instant::now() >= deadline {
-                        // Killing closes the pipes, so the threads finish.
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break Err(EvalError::TimedOut(timeout));
-                    }
-                    thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-                    pause = (pause * 2).min(Duration::from_millis(5));
-                }
-                Err(error) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break Err(EvalError::System(error.to_string()));
-                }
-            }
-        };
+        let timed_out = matches!(
+            reaped.recv_timeout(timeout),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        );
+        // Whatever the group still holds (a background child keeping the
+        // pipes open, or the overdue leader) goes now, so the readers end.
+        group.kill();
+        let status = waiter.join();
         let _ = writer.join();
         let stdout = stdout_reader.join().unwrap_or_default();
         let stderr = stderr_reader.join().unwrap_or_default();
-        status.map(|status| (status, stdout, stderr))
+        match status {
+            _ if cancel.is_cancelled() => Err(EvalError::Interrupted),
+            _ if timed_out => Err(EvalError::TimedOut(timeout)),
+            Ok(Ok(status)) => Ok((status, stdout, stderr)),
+            Ok(Err(error)) => Err(EvalError::System(error.to_string())),
+            Err(_) => Err(EvalError::System(format!("waiting for {program} failed"))),
+        }
     });
     let (status, stdout, stderr) = collected?;
     // Killed by a signal: Go reports -1 as the exit code.
@@ -145,6 +152,15 @@ pub fn run_process(
         stderr,
         exit_code,
     })
+}
+
+/// Everything `pipe` yields until it closes.
+fn read_all(pipe: Option<impl Read>, capacity: usize) -> Vec<u8> {
+    let mut buffer = Vec::with_capacity(capacity);
+    if let Some(mut pipe) = pipe {
+        let _ = pipe.read_to_end(&mut buffer);
+    }
+    buffer
 }
 
 fn go_io_text(error: &std::io::Error) -> String {
@@ -165,7 +181,7 @@ mod tests {
             input,
             timeout: Duration::from_secs(20),
         };
-        ExecEvaluator.evaluate(&request).expect("runs")
+        ExecEvaluator::default().evaluate(&request).expect("runs")
     }
 
     #[test]
@@ -226,7 +242,7 @@ mod tests {
             timeout: Duration::from_secs(5),
         };
         assert!(matches!(
-            ExecEvaluator.evaluate(&request),
+            ExecEvaluator::default().evaluate(&request),
             Err(EvalError::ExecutionFailed(_))
         ));
     }
@@ -239,7 +255,7 @@ mod tests {
             timeout: Duration::from_millis(100),
         };
         assert!(matches!(
-            ExecEvaluator.evaluate(&request),
+            ExecEvaluator::default().evaluate(&request),
             Err(EvalError::TimedOut(_))
         ));
     }
@@ -266,8 +282,59 @@ mod tests {
             timeout: Duration::from_millis(150),
         };
         assert!(matches!(
-            ExecEvaluator.evaluate(&request),
+            ExecEvaluator::default().evaluate(&request),
             Err(EvalError::TimedOut(_))
         ));
+    }
+
+    /// A function whose background child keeps stdout open does not hold
+    /// the step past its deadline, and leaves no process behind.
+    #[test]
+    fn deadline_kills_the_whole_process_group() {
+        let started = std::time::Instant::now();
+        let request = FunctionRequest {
+            target: FunctionTarget::Exec("sh -c 'sleep 1000 & sleep 1001'"),
+            input: b"",
+            timeout: Duration::from_millis(200),
+        };
+        assert!(matches!(
+            ExecEvaluator::default().evaluate(&request),
+            Err(EvalError::TimedOut(_))
+        ));
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// A background child left holding stdout after the function exits is
+    /// killed, so the step ends with the function.
+    #[test]
+    fn leftover_children_end_with_the_function() {
+        let started = std::time::Instant::now();
+        let response = run("sh -c 'cat; sleep 1000 &'", b"in");
+        assert_eq!(response.stdout, b"in");
+        assert_eq!(response.exit_code, 0);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// Cancelling kills a running function at once and reports the
+    /// interruption, not the function's death.
+    #[test]
+    fn cancel_interrupts_a_running_function() {
+        let evaluator = ExecEvaluator::default();
+        let cancel = evaluator.cancel.clone();
+        let tripper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            cancel.cancel();
+        });
+        let started = std::time::Instant::now();
+        let request = FunctionRequest {
+            target: FunctionTarget::Exec("sh -c 'sleep 1000 & sleep 1001'"),
+            input: b"",
+            timeout: Duration::from_secs(60),
+        };
+        assert_eq!(evaluator.evaluate(&request), Err(EvalError::Interrupted));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        tripper.join().expect("tripper");
+        // Nothing starts once cancelled.
+        assert_eq!(evaluator.evaluate(&request), Err(EvalError::Interrupted));
     }
 }

@@ -60,6 +60,11 @@ pub enum EvalError {
     #[error("function timed out after {0:?}")]
     #[diagnostic(code(krender::runtime::timed_out))]
     TimedOut(Duration),
+    /// The render was cancelled (Ctrl-C) while the function ran; it was
+    /// killed and its output is not a result.
+    #[error("interrupted")]
+    #[diagnostic(code(krender::runtime::interrupted))]
+    Interrupted,
     /// Anything else (I/O on our side, a broken configuration).
     #[error("{0}")]
     #[diagnostic(code(krender::runtime::system))]
@@ -77,9 +82,43 @@ pub trait Evaluator: Send + Sync {
     fn native(&self, _target: FunctionTarget<'_>) -> Option<builtin::Builtin> {
         None
     }
+
+    /// What would run `target` (for logs and hints); `None` when this
+    /// evaluator does not know the function.
+    fn executor(&self, _target: FunctionTarget<'_>) -> Option<Executor> {
+        None
+    }
+}
+
+/// What runs a function: krender's own code, a local program or a
+/// container. Displayed in logs (`RUST_LOG=krender=info`) and hints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Executor {
+    /// krender's in-process implementation of a catalog function.
+    Builtin(&'static str),
+    /// A local program: an `exec:` step, or a binary `render.toml` pins.
+    Executable(String),
+    /// A container engine running the image.
+    Container {
+        /// The engine binary.
+        engine: String,
+        /// The image.
+        image: String,
+    },
+}
+
+impl std::fmt::Display for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Executor::Builtin(name) => write!(f, "krender builtin {name}"),
+            Executor::Executable(path) => write!(f, "executable {path}"),
+            Executor::Container { engine, image } => write!(f, "container {image} via {engine}"),
+        }
+    }
 }
 
 pub mod builtin;
+pub mod cancel;
 pub mod chain;
 pub mod config;
 pub mod container;

@@ -10,7 +10,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
-use super::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
+use super::{
+    EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget,
+};
 use crate::krm::resource_list::encode_function_input;
 use crate::yaml::node::Node;
 
@@ -298,15 +300,26 @@ impl Evaluator for BuiltinEvaluator {
     }
 
     fn native(&self, target: FunctionTarget<'_>) -> Option<Builtin> {
+        self.enabled_for(target)
+            .filter(|builtin| builtin.runs_native())
+    }
+
+    fn executor(&self, target: FunctionTarget<'_>) -> Option<Executor> {
+        self.enabled_for(target)
+            .map(|builtin| Executor::Builtin(builtin.name()))
+    }
+}
+
+impl BuiltinEvaluator {
+    /// The builtin that answers `target`, if one is enabled.
+    fn enabled_for(&self, target: FunctionTarget<'_>) -> Option<Builtin> {
         let FunctionTarget::Image(image) = target else {
             return None;
         };
         Builtin::for_image(image).filter(|builtin| {
-            builtin.runs_native()
-                && self
-                    .enabled
-                    .as_ref()
-                    .is_none_or(|enabled| enabled.contains(builtin))
+            self.enabled
+                .as_ref()
+                .is_none_or(|enabled| enabled.contains(builtin))
         })
     }
 }
