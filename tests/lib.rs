@@ -21,6 +21,7 @@ mod pkg_rw;
 mod render_kptfile;
 mod source_sink;
 mod support;
+mod terminal;
 mod yaml_golden;
 mod yaml_golden_identity;
 mod yaml_parse;
