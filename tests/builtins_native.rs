@@ -132,9 +132,12 @@ fn compare(label: &str, resources: &[Node], steps: &[(Builtin, Option<Node>)]) -
 
 #[test]
 fn native_builtins_match_the_wire_on_every_package() {
+    let Some(shared) = crate::support::shared_dir("conformance") else {
+        return;
+    };
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut dirs = Vec::new();
-    package_dirs(&manifest.join("../shared/conformance"), &mut dirs);
+    package_dirs(&shared, &mut dirs);
     package_dirs(&manifest.join("fixtures"), &mut dirs);
     let packages: Vec<(PathBuf, Vec<Node>)> = dirs
         .into_iter()
@@ -146,6 +149,13 @@ fn native_builtins_match_the_wire_on_every_package() {
             (!read.resources.is_empty()).then_some((dir, read.resources))
         })
         .collect();
+    crate::support::shared_cases(
+        "builtins_native (every package)",
+        packages
+            .iter()
+            .filter(|(dir, _)| dir.starts_with(&shared))
+            .count(),
+    );
     assert!(
         packages.len() > 50,
         "only {} packages found",
@@ -221,17 +231,21 @@ fn native_builtins_match_the_wire_on_the_builtin_fixtures() {
 #[test]
 fn verify_mode_renders_like_the_wire() {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let shared = manifest.join("../shared/conformance/kpt-fn-render");
     let mut fixtures = vec![manifest.join("fixtures/example/hello")];
-    for case in ["fnconfig", "selectors/generator", "basicpipeline"] {
-        if shared.join(case).is_dir() {
-            fixtures.push(shared.join(case));
-        }
+    if let Some(shared) = crate::support::shared_dir("conformance/kpt-fn-render") {
+        let cases =
+            ["fnconfig", "selectors/generator", "basicpipeline"].map(|case| shared.join(case));
+        // A renamed case must fail, not drop out of the comparison.
+        crate::support::shared_cases(
+            "builtins_native (verify mode)",
+            cases.iter().filter(|case| case.is_dir()).count(),
+        );
+        fixtures.extend(cases);
     }
     for fixture in &fixtures {
         let fixture = fixture.display().to_string();
         let render = |native: &str| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_krender"))
+            crate::support::krender_command()
                 .args(["fn", "render", "-o", "stdout", "--no-cache"])
                 .arg(&fixture)
                 .env("KRENDER_NATIVE", native)

@@ -1,9 +1,9 @@
 //! Porch's two render cases (`../shared/conformance/porch-render`), run
 //! through the `krender` binary with the builtin apply-setters and starlark.
 
+use crate::support::{krender_command, shared_cases, shared_dir};
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 /// Copies `from` into a fresh temporary directory and returns it.
 fn copy_tree(from: &Path, to: &Path) {
@@ -21,20 +21,19 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// The shared case `name`; `None` when the shared data is skipped.
 fn porch_case(name: &str) -> Option<std::path::PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/conformance/porch-render")
-        .join(name);
-    // The shared data lives outside the repository; without it there is
-    // nothing to compare against.
-    dir.is_dir().then_some(dir)
+    let dir = shared_dir("conformance/porch-render")?.join(name);
+    // A renamed case must fail, not pass with nothing compared.
+    shared_cases(
+        &format!("builtins_porch ({name})"),
+        usize::from(dir.is_dir()),
+    );
+    Some(dir)
 }
 
 fn render(pkg: &Path) -> std::process::Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
-        .args(["fn", "render"])
-        .arg(pkg)
-        .output();
+    let output = krender_command().args(["fn", "render"]).arg(pkg).output();
     match output {
         Ok(output) => output,
         Err(err) => panic!("failed to run krender: {err}"),

@@ -10,7 +10,7 @@
 //! kpt, printed by kubectl's handler as `error: ...` (as kpt 1.0.0-beta.56
 //! prints them).
 
-use crate::support::{copy_dir, krender_in, snapshot};
+use crate::support::{copy_dir, krender_command, krender_in, normalize_durations, snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,22 +63,9 @@ fn eval_target(target: &str, args: &[&str]) -> Run {
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: zero_durations(&String::from_utf8_lossy(&output.stderr)),
+        stderr: normalize_durations(&String::from_utf8_lossy(&output.stderr)),
         temp,
     }
-}
-
-/// `[PASS] "f" in 100ms` → `in 0s`: a loaded machine may take longer.
-fn zero_durations(stderr: &str) -> String {
-    stderr
-        .lines()
-        .map(|line| match line.rsplit_once(" in ") {
-            Some((head, _)) if line.starts_with("[PASS]") || line.starts_with("[FAIL]") => {
-                format!("{head} in 0s\n")
-            }
-            _ => format!("{line}\n"),
-        })
-        .collect()
 }
 
 fn expected(rel: &str) -> String {
@@ -208,7 +195,7 @@ fn eval_dir_output_dir_is_written_and_must_not_exist() {
     assert_tree(&run.pkg(), &original());
 
     // kpt checks the directory after running the function.
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+    let output = krender_command()
         .args(["fn", "eval", "pkg", "--allow-exec", "--exec", "./rename.sh"])
         .args(["-o", "out"])
         .current_dir(run.temp.path())
@@ -216,7 +203,7 @@ fn eval_dir_output_dir_is_written_and_must_not_exist() {
         .expect("run");
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
-        zero_durations(&String::from_utf8_lossy(&output.stderr)),
+        normalize_durations(&String::from_utf8_lossy(&output.stderr)),
         format!(
             "{}error: directory \"out\" already exists, please delete the directory and retry\n",
             pass_lines("./rename.sh")
@@ -406,7 +393,7 @@ fn eval_stdin_stream_gets_kpt_reader_annotations() {
     let temp = tempfile::tempdir().expect("tempdir");
     copy_dir(&fixtures().join("fns"), temp.path());
     let input = std::fs::File::open(fixtures().join("stream.yaml")).expect("stream");
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+    let output = krender_command()
         .args(["fn", "eval", "-", "--allow-exec", "--exec", "./record.sh"])
         .stdin(input)
         .current_dir(temp.path())
@@ -566,7 +553,7 @@ fn eval_dir_checks_the_function_input_and_output_are_krm() {
     let (code, stderr) = krender_in(temp.path(), &["fn", "eval", "pkg", "--exec", "cat"]);
     assert_eq!(code, Some(1));
     assert_eq!(
-        zero_durations(&stderr),
+        normalize_durations(&stderr),
         "[RUNNING] \"cat\"\n[FAIL] \"cat\" in 0s\nerror: input resource list must contain only KRM resources: nokrm.yaml: resource must have `apiVersion`\n"
     );
     assert_tree(&snapshot(&temp.path().join("pkg")), &before);

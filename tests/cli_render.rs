@@ -4,10 +4,9 @@
 //! file byte for byte (a failed render must leave files untouched except
 //! the root Kptfile's status, as kpt does).
 
-use crate::support::{copy_dir, krender_in, snapshot};
+use crate::support::{copy_dir, krender_command, krender_in, normalize_durations, snapshot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 struct Run {
     code: i32,
@@ -31,7 +30,7 @@ fn render(case: &str, args: &[&str]) -> Run {
         &pkg,
     );
     let before = snapshot(&pkg);
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+    let output = krender_command()
         .args(["fn", "render"])
         .arg(&pkg)
         .args(args)
@@ -42,7 +41,7 @@ fn render(case: &str, args: &[&str]) -> Run {
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        stderr: normalize_durations(&String::from_utf8_lossy(&output.stderr)),
         before,
         after,
         pkg,
@@ -81,7 +80,7 @@ impl Run {
 #[test]
 fn missing_kptfile_is_reported() {
     let temp = tempfile::tempdir().expect("tempdir");
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+    let output = krender_command()
         .args(["fn", "render"])
         .arg(temp.path())
         .output()
@@ -436,7 +435,8 @@ fn existing_output_directory_is_refused() {
 fn eval_runs_one_function_on_stdin() {
     use std::io::Write as _;
     let input = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n  data:\n    value: foo\n";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_krender"))
+    let mut command = krender_command();
+    let mut child = command
         .args([
             "fn",
             "eval",
@@ -461,7 +461,7 @@ fn eval_runs_one_function_on_stdin() {
     let output = child.wait_with_output().expect("wait");
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
+        normalize_durations(&String::from_utf8_lossy(&output.stderr)),
         "[RUNNING] \"sed -e s/foo/bar/\"\n[PASS] \"sed -e s/foo/bar/\" in 0s\n"
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("    value: bar\n"));
@@ -539,7 +539,7 @@ fn debug_logging_from_parallel_pipelines_does_not_hang() {
         .expect("write");
     }
     let run = |log: Option<&str>| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_krender"));
+        let mut command = krender_command();
         command
             .args(["fn", "render"])
             .arg(&root)
@@ -613,7 +613,7 @@ fn bfs_with_three_siblings_renders_every_package_once() {
         )
         .expect("write");
     }
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+    let output = krender_command()
         .args(["fn", "render"])
         .arg(&root)
         .output()

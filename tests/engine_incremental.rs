@@ -89,7 +89,7 @@ fn context(root: &Path) -> RenderContext {
         },
         save_on_failure: false,
         image: Arc::from(image_evaluator(&ChainOptions::default())),
-        exec: Arc::new(ExecEvaluator),
+        exec: Arc::new(ExecEvaluator::default()),
     }
 }
 
@@ -109,7 +109,7 @@ fn render_once(root: &Path) -> (String, String) {
 }
 
 /// Renders with `session` and returns the `-o stdout` bytes and the log
-/// (durations removed).
+/// (durations normalised).
 fn render(session: &mut RenderSession, root: &Path) -> (String, String) {
     let kptfile = hydrate::load_root(root).unwrap();
     session.refresh(&kptfile);
@@ -118,7 +118,7 @@ fn render(session: &mut RenderSession, root: &Path) -> (String, String) {
     finish(outcome, log)
 }
 
-/// The `-o stdout` bytes and the log without durations.
+/// The `-o stdout` bytes and the log with durations normalised.
 fn finish(outcome: hydrate::RenderOutcome, log: Vec<u8>) -> (String, String) {
     assert!(outcome.error.is_none(), "{:?}", outcome.error);
     let mut out = Vec::new();
@@ -131,12 +131,7 @@ fn finish(outcome: hydrate::RenderOutcome, log: Vec<u8>) -> (String, String) {
         &mut closing,
     )
     .unwrap();
-    let log = String::from_utf8(log).unwrap();
-    let log = log
-        .lines()
-        .map(|line| line.split(" in ").next().unwrap_or(line).to_owned())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let log = crate::support::normalize_durations(&String::from_utf8(log).unwrap());
     (String::from_utf8(out).unwrap(), log)
 }
 
@@ -391,11 +386,7 @@ fn stdout_of(outcome: hydrate::RenderOutcome, log: Vec<u8>) -> (String, String, 
         &mut out,
         &mut Vec::new(),
     );
-    let log = String::from_utf8_lossy(&log)
-        .lines()
-        .map(|line| line.split(" in ").next().unwrap_or(line).to_owned())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let log = crate::support::normalize_durations(&String::from_utf8_lossy(&log));
     (
         format!("{:?}", result.err()),
         String::from_utf8_lossy(&out).into_owned(),
@@ -407,10 +398,10 @@ fn stdout_of(outcome: hydrate::RenderOutcome, log: Vec<u8>) -> (String, String, 
 fn sessions_match_one_shot_renders_on_the_shared_cases() {
     // A session hands the root's output to `apply` as the engine holds it
     // (written without a copy); a one-shot render hands over its own list.
-    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/kpt-fn-render");
-    let Ok(entries) = std::fs::read_dir(&cases) else {
-        return; // No shared directory: nothing to compare.
+    let Some(cases) = crate::support::shared_dir("conformance/kpt-fn-render") else {
+        return;
     };
+    let entries = std::fs::read_dir(&cases).expect("read the shared cases");
     let mut paths: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
     paths.sort();
     let temp = tempfile::tempdir().unwrap();
@@ -440,6 +431,7 @@ fn sessions_match_one_shot_renders_on_the_shared_cases() {
         compared += 1;
         succeeded += usize::from(once.0 == "None");
     }
+    crate::support::shared_cases("engine_incremental", compared);
     assert!(
         compared > 40 && succeeded > 25,
         "{compared} cases, {succeeded} rendered"

@@ -3,24 +3,14 @@
 //! serde_yaml (independent of our YAML layer, so engine and YAML bugs are told
 //! apart) and compared by the runner's rules — `(schema, name)` key sets,
 //! strictly typed `data`, error class names — in input and reversed order.
-//! Passes with a note when the shared directory is absent.
-#![allow(clippy::print_stderr)] // The pass count and the skip note are the test's report.
+//! Needs the shared data (see [`shared_dir`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::support::{shared_cases, shared_dir};
 use krender::layering::value::{Key, Map};
 use krender::layering::{InputDocument, Value, render};
-
-/// `$KRENDER_SHARED_DIR/conformance/deckhand`, by default `../shared` next
-/// to the repository (where CI keeps it).
-fn cases_dir() -> PathBuf {
-    let shared = std::env::var_os("KRENDER_SHARED_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-        PathBuf::from,
-    );
-    shared.join("conformance/deckhand")
-}
 
 /// Converts a serde_yaml value into the engine's value model.
 pub(crate) fn from_serde(value: &serde_yaml::Value) -> Value {
@@ -167,12 +157,11 @@ fn check(case: &Path, documents: &[Value]) -> Option<String> {
 
 #[test]
 fn deckhand_conformance_cases() {
-    let dir = cases_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("no Deckhand cases at {}; skipping", dir.display());
+    let Some(dir) = shared_dir("conformance/deckhand") else {
         return;
     };
-    let mut cases: Vec<PathBuf> = entries
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("read the shared cases")
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.join("input.yaml").exists())
         .collect();
@@ -193,7 +182,7 @@ fn deckhand_conformance_cases() {
             ));
         }
     }
-    eprintln!("{} Deckhand cases, {} failed", cases.len(), failures.len());
+    shared_cases("layering_conformance", cases.len());
     assert!(
         failures.is_empty(),
         "{} failing cases:\n{}",

@@ -264,10 +264,10 @@ fn added_deleted_and_broken_files_match_a_fresh_render() {
 
 #[test]
 fn sessions_match_fresh_renders_on_the_shared_cases() {
-    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/deckhand");
-    let Ok(entries) = std::fs::read_dir(&cases) else {
-        return; // No shared directory: nothing to compare.
+    let Some(cases) = crate::support::shared_dir("conformance/deckhand") else {
+        return;
     };
+    let entries = std::fs::read_dir(&cases).expect("read the shared cases");
     let mut checked = 0;
     for entry in entries.flatten() {
         let input = entry.path().join("input.yaml");
@@ -278,6 +278,7 @@ fn sessions_match_fresh_renders_on_the_shared_cases() {
         render_and_compare(&mut session, &input);
         checked += 1;
     }
+    crate::support::shared_cases("layering_incremental", checked);
     assert!(checked > 100, "only {checked} cases");
 }
 

@@ -135,6 +135,8 @@ fn krender(temp: &Path) -> Command {
     command
         // A render.toml in the working directory must not reroute steps.
         .env("KRENDER_CONFIG", temp.join("no-render.toml"))
+        // Never the developer's cache, should a run drop `--no-cache`.
+        .env("KRENDER_CACHE_DIR", temp.join("cache"))
         .env_remove("KRENDER_TEST_CRASH_AFTER")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());

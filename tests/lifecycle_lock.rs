@@ -31,13 +31,13 @@ fn slow_package(root: &Path, name: &str, seconds: &str) -> PathBuf {
 
 fn command(pkg: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_krender"));
+    let temp = pkg.parent().unwrap();
     command
         .args(["fn", "render", "--allow-exec", "--no-cache"])
         .arg(pkg)
-        .env(
-            "KRENDER_CONFIG",
-            pkg.parent().unwrap().join("no-render.toml"),
-        )
+        .env("KRENDER_CONFIG", temp.join("no-render.toml"))
+        // Never the developer's cache, should `--no-cache` go.
+        .env("KRENDER_CACHE_DIR", temp.join("cache"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     command

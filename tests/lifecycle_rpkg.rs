@@ -450,7 +450,7 @@ fn concurrent_writers_exactly_one_wins() {
 fn cli_session_pull_push_propose_approve() {
     let temp = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+        let output = crate::support::krender_command()
             .arg("rpkg")
             .args(["--repo", "repo"])
             .args(args)

@@ -4,11 +4,13 @@
 # without kpt or the shared conformance data still has the expected bytes.
 #
 # Usage: tests/record-source-sink.sh [CONFORMANCE_DIR]   (run from the repo root)
+# CONFORMANCE_DIR defaults to $KRENDER_SHARED/conformance, else
+# ../shared/conformance next to the repo (as the tests find it).
 # Needs kpt 1.0.0-beta.56 on PATH. Rewrites fixtures/source-sink/cases/.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-conf=${1:-/work/shared/conformance}
+conf=${1:-${KRENDER_SHARED:-$repo/../shared}/conformance}
 dest=$repo/fixtures/source-sink/cases
 rm -rf "$dest"
 mkdir -p "$dest"

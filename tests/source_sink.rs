@@ -2,13 +2,14 @@
 //! output (`fixtures/source-sink/cases/`, written by
 //! `tests/record-source-sink.sh`): every file of OUT byte for byte, the set of
 //! files, and the ResourceList that `fn source` prints. Inputs are the shared
-//! conformance packages (skipped when that folder is absent) and the repo's
-//! own fixture packages.
+//! conformance packages (see [`shared_dir`]) and the repo's own fixture
+//! packages.
 
+use crate::support::{krender_command, shared_cases, shared_dir};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// Cases whose sink output is known to differ from kpt's; see
 /// `fixtures/source-sink/README.md`.
@@ -21,16 +22,6 @@ const KNOWN_SOURCE_DIFFERENCES: &[&str] = &["fixtures~wire"];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The shared conformance folder, wherever this checkout sees it.
-fn conformance() -> Option<PathBuf> {
-    [
-        repo().join("../shared/conformance"),
-        PathBuf::from("/work/shared/conformance"),
-    ]
-    .into_iter()
-    .find(|dir| dir.is_dir())
 }
 
 /// Every file under `dir`, keyed by its `/`-separated relative path.
@@ -68,7 +59,7 @@ fn diff(expected: &[u8], actual: &[u8]) -> String {
 fn source(pkg: &Path) -> Option<Vec<u8>> {
     let parent = pkg.parent()?;
     let base = pkg.file_name()?;
-    let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+    let output = krender_command()
         .args(["fn", "source"])
         .arg(base)
         .current_dir(parent)
@@ -79,7 +70,8 @@ fn source(pkg: &Path) -> Option<Vec<u8>> {
 
 /// Runs `krender fn sink out` with `list` on stdin.
 fn sink(list: &[u8], out: &Path) -> Result<(), String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_krender"))
+    let mut command = krender_command();
+    let mut child = command
         .args(["fn", "sink"])
         .arg(out)
         .stdin(Stdio::piped())
@@ -159,8 +151,8 @@ fn source_sink_matches_kpt() {
         .map(|e| e.path())
         .collect();
     cases.sort();
-    let conf = conformance();
-    let (mut compared, mut skipped, mut identical) = (0, 0, 0);
+    let conf = shared_dir("conformance");
+    let (mut compared, mut shared, mut skipped, mut identical) = (0, 0, 0, 0);
     let mut failures = Vec::new();
     let mut known = Vec::new();
     for case in &cases {
@@ -173,6 +165,7 @@ fn source_sink_matches_kpt() {
         let pkg = if rel.starts_with("fixtures/") {
             repo().join(rel)
         } else if let Some(conf) = &conf {
+            shared += 1;
             conf.join(rel)
         } else {
             skipped += 1;
@@ -208,6 +201,9 @@ fn source_sink_matches_kpt() {
         "source|sink: {compared} compared, {identical} identical, {} known differences {known:?}, {skipped} skipped (no shared conformance)",
         known.len()
     );
+    if conf.is_some() {
+        shared_cases("source_sink", shared);
+    }
     assert!(compared > 0, "no cases compared");
     assert!(
         failures.is_empty(),

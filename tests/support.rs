@@ -1,8 +1,12 @@
 //! Helpers shared by the integration tests: copying fixture trees and
-//! reading a tree back as bytes.
+//! reading a tree back as bytes, running the binary with a cache of its
+//! own, finding the shared conformance data and comparing kpt's log text.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::LazyLock;
 
 /// Every file under `dir`, keyed by its `/`-separated path relative to
 /// `dir`.
@@ -49,7 +53,7 @@ pub(crate) fn copy_dir(from: &Path, to: &Path) {
 
 /// Runs the krender binary with `args` in `dir`: its exit code and stderr.
 pub(crate) fn krender_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_krender"))
+    let output = krender_command()
         .args(args)
         .current_dir(dir)
         .output()
@@ -58,4 +62,103 @@ pub(crate) fn krender_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
         output.status.code(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+/// A krender `Command` (it derefs to one) and the temporary cache directory
+/// it points at, which goes when this is dropped: keep it alive until the
+/// child has exited.
+pub(crate) struct KrenderCommand {
+    command: Command,
+    _cache: tempfile::TempDir,
+}
+
+/// A `Command` for the krender binary whose function cache
+/// (`KRENDER_CACHE_DIR`) is a fresh temporary directory, so tests never
+/// write to the developer's `~/.cache/krender` nor see each other's
+/// entries. A test that sets `KRENDER_CACHE_DIR` or passes `--cache-dir`
+/// itself wins.
+pub(crate) fn krender_command() -> KrenderCommand {
+    let cache = tempfile::tempdir().expect("cache tempdir");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krender"));
+    command.env("KRENDER_CACHE_DIR", cache.path());
+    KrenderCommand {
+        command,
+        _cache: cache,
+    }
+}
+
+impl Deref for KrenderCommand {
+    type Target = Command;
+
+    fn deref(&self) -> &Command {
+        &self.command
+    }
+}
+
+impl DerefMut for KrenderCommand {
+    fn deref_mut(&mut self) -> &mut Command {
+        &mut self.command
+    }
+}
+
+/// `<sub>` of the shared conformance data: under `$KRENDER_SHARED` when it
+/// is set (as `.ci/run` honours it; relative to the repository), else
+/// `../shared` next to the repository. The data lives outside the
+/// repository, and a test that found nothing to compare used to pass
+/// silently; so a missing directory panics, unless `KRENDER_SKIP_SHARED=1`
+/// asks to skip: then this prints a line saying so and returns `None`, and
+/// the caller skips what needs the data (usually by returning early).
+#[allow(clippy::print_stdout)] // The skip line is the test's report.
+pub(crate) fn shared_dir(sub: &str) -> Option<PathBuf> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = std::env::var_os("KRENDER_SHARED")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| repo.join("../shared"), |dir| repo.join(dir));
+    let dir = root.join(sub);
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var_os("KRENDER_SKIP_SHARED").is_some_and(|skip| skip == "1") {
+        println!(
+            "skipping what needs {}: it is missing (KRENDER_SKIP_SHARED=1)",
+            dir.display()
+        );
+        return None;
+    }
+    panic!(
+        "shared conformance data missing: {} is not a directory; point KRENDER_SHARED \
+         at the shared directory, or set KRENDER_SKIP_SHARED=1 to skip the tests that need it",
+        dir.display()
+    );
+}
+
+/// Prints how many shared cases `test` ran (`engine_warm_cold: 42 shared
+/// cases`; `.ci/run` shows it) and fails when it ran none: an emptied or
+/// renamed case directory must not pass vacuously either.
+#[allow(clippy::print_stdout)] // The count is the test's report.
+pub(crate) fn shared_cases(test: &str, ran: usize) {
+    println!("{test}: {ran} shared cases");
+    assert!(ran > 0, "{test}: no shared cases ran");
+}
+
+/// kpt's step timings (`[PASS] "f" in 1.3s`, `[FAIL] "f" in 250ms`, any Go
+/// duration ending a line) as `in 0s`, what kpt's recorded output and a
+/// quick run show: a loaded machine takes longer, and log text must still
+/// compare equal.
+pub(crate) fn normalize_durations(text: &str) -> String {
+    static DURATION: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"(?m) in (?:[0-9]+(?:\.[0-9]+)?(?:ms|us|µs|ns|h|m|s))+$")
+            .expect("duration pattern")
+    });
+    DURATION.replace_all(text, " in 0s").into_owned()
+}
+
+#[test]
+fn only_durations_are_normalized() {
+    assert_eq!(
+        normalize_durations(
+            "[PASS] \"a\" in 1.3s\n[FAIL] \"b\" in 250ms\n[PASS] \"c\" in 1m2.5s\n[PASS] \"d\" in 40µs\nSuccessfully executed 4 function(s) in 1 package(s).\n"
+        ),
+        "[PASS] \"a\" in 0s\n[FAIL] \"b\" in 0s\n[PASS] \"c\" in 0s\n[PASS] \"d\" in 0s\nSuccessfully executed 4 function(s) in 1 package(s).\n"
+    );
 }
