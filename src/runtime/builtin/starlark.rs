@@ -56,8 +56,9 @@ pub(crate) fn run(input: ResourceList, limits: Limits) -> Outcome {
         Ok(program) => program,
         Err(message) => return Outcome::sdk_failure(input, vec![FnResult::error(message)]),
     };
-    let printed = RefCell::new(String::new());
-    match execute(&program, &input, limits, &printed) {
+    let (result, printed) = execute_on_own_stack(&program, &input, limits);
+    let printed = RefCell::new(printed);
+    match result {
         Ok(items) => {
             let mut outcome = Outcome::sdk(input, Vec::new());
             outcome.items = items;
@@ -76,6 +77,37 @@ pub(crate) fn run(input: ResourceList, limits: Limits) -> Outcome {
             outcome
         }
     }
+}
+
+/// Stack for a program's evaluation: starlark's collector and the value
+/// conversions recurse as deep as the values nest (up to [`MAX_DEPTH`],
+/// where a 2 MiB worker stack is not enough). Only what is touched is
+/// committed.
+const STACK_BYTES: usize = 256 << 20;
+
+/// [`execute`] on a thread of its own with [`STACK_BYTES`] of stack: the
+/// result and what the program printed.
+fn execute_on_own_stack(
+    program: &Program,
+    input: &ResourceList,
+    limits: Limits,
+) -> (Result<Vec<Node>, String>, String) {
+    std::thread::scope(|scope| {
+        let evaluation = std::thread::Builder::new()
+            .name("krender-starlark".to_owned())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, || {
+                let printed = RefCell::new(String::new());
+                let result = execute(program, input, limits, &printed);
+                (result, printed.into_inner())
+            });
+        match evaluation {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                (Err("builtin starlark panicked".to_owned()), String::new())
+            }),
+            Err(error) => (Err(format!("cannot start starlark: {error}")), String::new()),
+        }
+    })
 }
 
 /// The program to run: its name (used in error positions) and source.
@@ -140,6 +172,13 @@ fn dialect() -> Dialect {
     }
 }
 
+/// Heap a program may use beyond four times its input's size.
+const HEAP_ALLOWANCE: usize = 512 << 20;
+
+/// The module global that keeps `ctx.resource_list` reachable for the
+/// collector (a name no program uses).
+const RESOURCE_LIST_SLOT: &str = "_krender_resource_list";
+
 fn execute(
     program: &Program,
     input: &ResourceList,
@@ -159,14 +198,14 @@ fn execute(
     .build();
     Module::with_temp_heap(|module| {
         let heap = module.heap();
-        let mut anchors = HashMap::new();
+        let mut to_value = ToValue::new(heap);
         let items: Vec<Value> = input
             .items
             .iter()
-            .map(|item| node_to_value(item, heap, &mut anchors))
-            .collect();
+            .map(|item| to_value.convert(item))
+            .collect::<Result<_, _>>()?;
         let config = match &input.function_config {
-            Some(config) => node_to_value(config, heap, &mut anchors),
+            Some(config) => to_value.convert(config)?,
             None => heap.alloc(AllocDict(Vec::<(Value, Value)>::new())),
         };
         let resource_list = heap.alloc(AllocDict([
@@ -190,11 +229,26 @@ fn execute(
             ("environment", environment),
         ]));
         module.set("ctx", ctx);
+        // Values held only in Rust locals are not roots: a garbage
+        // collection during the program moves them and leaves the local
+        // dangling (that segfaulted on any list of ~60 resources or more).
+        // The module's slots are roots, so the list is read back from one.
+        module.set(RESOURCE_LIST_SLOT, resource_list);
 
         let printer = Printer(printed);
         let mut eval = Evaluator::new(&module);
         eval.set_print_handler(&printer);
         eval.set_max_tick_count(limits.max_ticks.max(1))
+            .map_err(|err| err.to_string())?;
+        // The heap may grow to a few times what the input took, plus an
+        // allowance. starlark checks it (like the deadline) every thousand
+        // steps: a long loop growing memory stops with an error instead of
+        // an out-of-memory abort.
+        let heap_limit = heap
+            .allocated_bytes()
+            .saturating_mul(4)
+            .saturating_add(HEAP_ALLOWANCE);
+        eval.set_max_heap_size(heap_limit)
             .map_err(|err| err.to_string())?;
         if let Some(deadline) = limits.deadline {
             eval.set_check_cancelled(Box::new(move || Instant::now() >= deadline));
@@ -203,6 +257,9 @@ fn execute(
             .map_err(|err| describe_error(&program.name, &err))?;
         drop(eval);
 
+        let resource_list = module
+            .get(RESOURCE_LIST_SLOT)
+            .ok_or_else(|| "missing resource_list".to_owned())?;
         let items = DictRef::from_value(resource_list)
             .and_then(|dict| dict.get_str("items"))
             .ok_or_else(|| "missing items in resource_list".to_owned())?;
@@ -210,7 +267,10 @@ fn execute(
             .map(|list| list.content().to_vec())
             .or_else(|| TupleRef::from_value(items).map(|tuple| tuple.content().to_vec()))
             .ok_or_else(|| format!("items must be a list, got {}", items.get_type()))?;
-        items.into_iter().map(value_to_node).collect()
+        items
+            .into_iter()
+            .map(|item| value_to_node(item, 0))
+            .collect()
     })
 }
 
@@ -327,43 +387,96 @@ fn go_runtime_message(message: &str) -> String {
     first.to_owned()
 }
 
-/// Converts a node to a starlark value on `heap`; mappings keep document
-/// order, scalars follow their resolved tag, aliases are expanded.
-fn node_to_value<'v>(
-    node: &Node,
+/// How deep a value may nest on its way between nodes and starlark values:
+/// deeper than any real resource, shallow enough for a worker's stack. A
+/// starlark list that contains itself reaches it too.
+const MAX_DEPTH: usize = 1_000;
+
+/// Converts nodes to starlark values on one heap: mappings keep document
+/// order, scalars follow their resolved tag, aliases are expanded, under
+/// go-yaml v3's limit on aliasing (a few bytes of aliases must not expand
+/// into gigabytes) and [`MAX_DEPTH`].
+struct ToValue<'v> {
     heap: Heap<'v>,
-    anchors: &mut HashMap<String, Node>,
-) -> Value<'v> {
-    if !node.anchor.is_empty() {
-        anchors.insert(node.anchor.to_string(), node.clone());
+    anchors: HashMap<String, Node>,
+    /// Nodes converted, and of those reached through an alias (go-yaml's
+    /// `decodeCount` and `aliasCount`).
+    decoded: usize,
+    aliased: usize,
+}
+
+impl<'v> ToValue<'v> {
+    fn new(heap: Heap<'v>) -> ToValue<'v> {
+        ToValue {
+            heap,
+            anchors: HashMap::new(),
+            decoded: 0,
+            aliased: 0,
+        }
     }
-    match node.kind {
-        NodeKind::Document => match node.content.first() {
-            Some(root) => node_to_value(root, heap, anchors),
-            None => Value::new_none(),
-        },
-        NodeKind::Mapping => {
-            let mut entries = Vec::with_capacity(node.content.len() / 2);
-            for (key, value) in node.pairs() {
-                let key = node_to_value(key, heap, anchors);
-                let value = node_to_value(value, heap, anchors);
-                entries.push((key, value));
+
+    fn convert(&mut self, node: &Node) -> Result<Value<'v>, String> {
+        self.value(node, 0, false)
+    }
+
+    fn value(&mut self, node: &Node, depth: usize, via_alias: bool) -> Result<Value<'v>, String> {
+        if depth > MAX_DEPTH {
+            return Err(format!("resource nested deeper than {MAX_DEPTH} levels"));
+        }
+        self.decoded += 1;
+        self.aliased += usize::from(via_alias);
+        if self.aliased > 100
+            && self.decoded > 1000
+            && self.aliased as f64 / self.decoded as f64 > allowed_alias_ratio(self.decoded)
+        {
+            return Err("yaml: document contains excessive aliasing".to_owned());
+        }
+        if !node.anchor.is_empty() {
+            self.anchors.insert(node.anchor.to_string(), node.clone());
+        }
+        let heap = self.heap;
+        Ok(match node.kind {
+            NodeKind::Document => match node.content.first() {
+                Some(root) => self.value(root, depth + 1, via_alias)?,
+                None => Value::new_none(),
+            },
+            NodeKind::Mapping => {
+                let mut entries = Vec::with_capacity(node.content.len() / 2);
+                for (key, value) in node.pairs() {
+                    let key = self.value(key, depth + 1, via_alias)?;
+                    let value = self.value(value, depth + 1, via_alias)?;
+                    entries.push((key, value));
+                }
+                heap.alloc(AllocDict(entries))
             }
-            heap.alloc(AllocDict(entries))
-        }
-        NodeKind::Sequence => {
-            let items: Vec<Value> = node
-                .content
-                .iter()
-                .map(|item| node_to_value(item, heap, anchors))
-                .collect();
-            heap.alloc(AllocList(items))
-        }
-        NodeKind::Alias => match anchors.get(node.value.as_str()).cloned() {
-            Some(target) => node_to_value(&target, heap, anchors),
-            None => Value::new_none(),
-        },
-        NodeKind::Scalar => scalar_to_value(node, heap),
+            NodeKind::Sequence => {
+                let mut items = Vec::with_capacity(node.content.len());
+                for item in &node.content {
+                    items.push(self.value(item, depth + 1, via_alias)?);
+                }
+                heap.alloc(AllocList(items))
+            }
+            NodeKind::Alias => match self.anchors.get(node.value.as_str()).cloned() {
+                Some(target) => self.value(&target, depth + 1, true)?,
+                None => Value::new_none(),
+            },
+            NodeKind::Scalar => scalar_to_value(node, heap),
+        })
+    }
+}
+
+/// go-yaml v3's `allowedAliasRatio`: up to 400,000 decoded nodes almost
+/// any aliasing is fine, from 4,000,000 on at most 10%, linear between.
+fn allowed_alias_ratio(decoded: usize) -> f64 {
+    const LOW: f64 = 400_000.0;
+    const HIGH: f64 = 4_000_000.0;
+    let decoded = decoded as f64;
+    if decoded <= LOW {
+        0.99
+    } else if decoded >= HIGH {
+        0.10
+    } else {
+        0.99 - 0.89 * ((decoded - LOW) / (HIGH - LOW))
     }
 }
 
@@ -427,8 +540,21 @@ fn parse_go_float(text: &str) -> Option<f64> {
 
 /// Converts a starlark value back to a node as go-yaml `Marshal` writes the
 /// Go value the real function builds from it.
-fn value_to_node(value: Value<'_>) -> Result<Node, String> {
-    let nested = |err: String| format!("unmarshaling starlark value: {err}");
+fn value_to_node(value: Value<'_>, depth: usize) -> Result<Node, String> {
+    const TOO_DEEP: &str = "starlark value nested deeper than";
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "{TOO_DEEP} {MAX_DEPTH} levels (or containing itself)"
+        ));
+    }
+    // Said once, not once per level of a too deep value.
+    let nested = |err: String| {
+        if err.starts_with(TOO_DEEP) {
+            err
+        } else {
+            format!("unmarshaling starlark value: {err}")
+        }
+    };
     if value.is_none() {
         return Ok(Node::new_scalar(tag::NULL, "null"));
     }
@@ -462,8 +588,8 @@ fn value_to_node(value: Value<'_>) -> Result<Node, String> {
     if let Some(dict) = DictRef::from_value(value) {
         let mut entries = Vec::with_capacity(dict.len());
         for (key, item) in dict.iter() {
-            let key_node = value_to_node(key).map_err(nested)?;
-            let item_node = value_to_node(item).map_err(nested)?;
+            let key_node = value_to_node(key, depth + 1).map_err(nested)?;
+            let item_node = value_to_node(item, depth + 1).map_err(nested)?;
             entries.push((key_node, item_node));
         }
         entries.sort_by(|(a, _), (b, _)| go_key_order(a, b));
@@ -482,7 +608,7 @@ fn value_to_node(value: Value<'_>) -> Result<Node, String> {
         for element in elements {
             sequence
                 .content
-                .push(value_to_node(element).map_err(nested)?);
+                .push(value_to_node(element, depth + 1).map_err(nested)?);
         }
         return Ok(sequence);
     }
@@ -767,5 +893,91 @@ mod engine_tests {
         assert_eq!(list[0].value, "true");
         assert_eq!(list[1].tag, tag::NULL);
         assert_eq!(list[2].style, Style::DOUBLE_QUOTED);
+    }
+
+    fn config_map(name: &str) -> Node {
+        crate::yaml::parse_document(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  a: b\n  list: [1, 2, 3]\n"
+        ))
+        .expect("parses")
+        .expect("a document")
+        .root()
+        .clone()
+    }
+
+    fn run_on(items: Vec<Node>, source: &str) -> Result<Vec<Node>, String> {
+        let program = Program {
+            name: "test".to_owned(),
+            source: source.to_owned(),
+        };
+        let input = ResourceList {
+            items,
+            function_config: None,
+        };
+        execute_on_own_stack(&program, &input, Limits::default()).0
+    }
+
+    /// The resource list is read back after the program, whatever the
+    /// collector moved meanwhile (a list held in a Rust local segfaulted
+    /// from ~60 resources on).
+    #[test]
+    fn large_resource_lists_survive_garbage_collection() {
+        let items: Vec<Node> = (0..3000).map(|i| config_map(&format!("cm-{i}"))).collect();
+        let source = "garbage = [str(i) * 10 for i in range(200000)]\nx = 1\n";
+        let output = run_on(items, source).expect("runs");
+        assert_eq!(output.len(), 3000);
+        assert_eq!(
+            crate::yaml::to_string(&output[2999], crate::yaml::SeqIndent::Compact),
+            // Keys sorted, as Go's map marshalling writes them.
+            "apiVersion: v1\ndata:\n  a: b\n  list:\n  - 1\n  - 2\n  - 3\nkind: ConfigMap\nmetadata:\n  name: cm-2999\n"
+        );
+    }
+
+    #[test]
+    fn deep_and_self_containing_values_are_errors() {
+        let deep = "l = []\nfor i in range(5000):\n    l = [l]\nctx.resource_list['items'][0]['data'] = {'x': l}\n";
+        let error = run_on(vec![config_map("a")], deep).expect_err("too deep");
+        assert!(error.starts_with("starlark value nested deeper than 1000 levels"), "{error}");
+        let cycle = "x = []\nx.append(x)\nctx.resource_list['items'][0]['data'] = {'x': x}\n";
+        let error = run_on(vec![config_map("a")], cycle).expect_err("contains itself");
+        assert!(error.contains("(or containing itself)"), "{error}");
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let growing = "l = []\nfor i in range(100000000):\n    l.append('x' * 64 + str(i))\n";
+        let error = run_on(vec![config_map("a")], growing).expect_err("bounded");
+        assert!(error.contains("Heap memory limit"), "{error}");
+    }
+
+    /// go-yaml's aliasing rule: a few bytes of aliases do not expand into
+    /// gigabytes of values.
+    #[test]
+    fn alias_bombs_are_refused_as_go_yaml_refuses_them() {
+        let mut bomb = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n  l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..9 {
+            let previous = level - 1;
+            bomb.push_str(&format!(
+                "  l{level}: &l{level} [*l{previous}, *l{previous}, *l{previous}, *l{previous}, *l{previous}, *l{previous}, *l{previous}, *l{previous}, *l{previous}, *l{previous}]\n"
+            ));
+        }
+        let node = crate::yaml::parse_document(&bomb)
+            .expect("parses")
+            .expect("a document")
+            .root()
+            .clone();
+        let started = std::time::Instant::now();
+        let error = run_on(vec![node], "x = 1\n").expect_err("refused");
+        assert_eq!(error, "yaml: document contains excessive aliasing");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        // Modest aliasing is fine.
+        let node = crate::yaml::parse_document(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\ndata:\n  a: &a x\n  b: *a\n",
+        )
+        .expect("parses")
+        .expect("a document")
+        .root()
+        .clone();
+        assert!(run_on(vec![node], "x = 1\n").is_ok());
     }
 }
