@@ -16,8 +16,7 @@ use crate::hydrate::{Output, Report, bridge, select};
 use crate::krm::resource;
 use crate::pkg::kptfile::{self, DEFAULT_IMAGE_PREFIX, Selector};
 use crate::pkg::reader::ReadError;
-use crate::runtime::chain::{ChainOptions, image_evaluator};
-use crate::runtime::exec::ExecEvaluator;
+use crate::runtime::chain::{ChainOptions, exec_evaluator, image_evaluator};
 use crate::runtime::{Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style, tag};
 
@@ -391,15 +390,15 @@ fn run_function(
     items: Vec<Node>,
     err: &mut dyn Write,
 ) -> Ran {
-    let cancel = interrupts.cancel().clone();
+    let chain_options = ChainOptions {
+        image_pull_policy: args.image_pull_policy.clone(),
+        cancel: interrupts.cancel().clone(),
+    };
     let image_runtime = crate::engine::cache::wrap_image_evaluator(
-        image_evaluator(&ChainOptions {
-            image_pull_policy: args.image_pull_policy.clone(),
-            cancel: cancel.clone(),
-        }),
+        image_evaluator(&chain_options),
         &args.cache.options(),
     );
-    let exec_runtime = ExecEvaluator { cancel };
+    let exec_runtime = exec_evaluator(&chain_options);
     let (evaluator, target): (&dyn Evaluator, FunctionTarget<'_>) = if function.image.is_empty() {
         (&exec_runtime, FunctionTarget::Exec(&function.exec))
     } else {

@@ -18,7 +18,7 @@ use crate::runtime::builtin::split_image;
 use crate::runtime::{Evaluator, Executor, FunctionTarget};
 use crate::runtime::cancel::Cancel;
 use crate::runtime::chain::CONFIG_ENV;
-use crate::runtime::chain::{ChainOptions, image_evaluator};
+use crate::runtime::chain::{ChainOptions, exec_evaluator, image_evaluator};
 use crate::runtime::exec::ExecEvaluator;
 
 /// Makes `path` absolute against the current directory, lexically (kpt does
@@ -258,9 +258,7 @@ pub(super) fn render_context(
         image_pull_policy: args.image_pull_policy.clone(),
         cancel: cancel.clone(),
     };
-    let exec = ExecEvaluator {
-        cancel: cancel.clone(),
-    };
+    let exec = exec_evaluator(&chain_options);
     let caches = cache_dir.map(|dir| {
         let policy = CachePolicy::from_environment();
         Caches {

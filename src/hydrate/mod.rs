@@ -71,7 +71,7 @@ impl Default for RenderOptions {
             allow_wasm: false,
             truncate_output: true,
             image_prefix: kptfile::DEFAULT_IMAGE_PREFIX.to_owned(),
-            timeout: Duration::from_secs(3600),
+            timeout: crate::runtime::config::DEFAULT_TIMEOUT,
             in_place: true,
             jobs: None,
             cancel: Cancel::new(),

@@ -4,12 +4,13 @@
 //! error (or a function that ran and failed) ends the chain.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::builtin::BuiltinEvaluator;
 use super::cancel::Cancel;
 use super::config::{ConfigError, FunctionTable, Route};
 use super::container::ContainerEvaluator;
-use super::exec::run_process;
+use super::exec::{ExecEvaluator, run_process};
 use super::{
     EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget,
 };
@@ -31,10 +32,23 @@ pub struct ChainOptions {
 /// (`$KRENDER_CONFIG`, else `./render.toml`, else the defaults: builtins for
 /// the functions krender implements, a container engine for the rest).
 pub fn image_evaluator(options: &ChainOptions) -> Box<dyn Evaluator> {
-    let path = std::env::var_os(CONFIG_ENV)
+    Box::new(ImageEvaluator::new(FunctionTable::load(&table_path()), options))
+}
+
+/// The evaluator for `exec:` steps, with the deadlines the function table
+/// sets for them (a table that does not load sets none; the image steps
+/// report why).
+pub fn exec_evaluator(options: &ChainOptions) -> ExecEvaluator {
+    ExecEvaluator {
+        cancel: options.cancel.clone(),
+        table: Arc::new(FunctionTable::load(&table_path()).unwrap_or_default()),
+    }
+}
+
+fn table_path() -> PathBuf {
+    std::env::var_os(CONFIG_ENV)
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("render.toml"));
-    Box::new(ImageEvaluator::new(FunctionTable::load(&path), options))
+        .unwrap_or_else(|| PathBuf::from("render.toml"))
 }
 
 /// Routes each image through the function table.

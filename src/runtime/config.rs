@@ -83,6 +83,8 @@ pub struct ExecEntry {
     /// digest).
     #[serde(default)]
     pub cache: bool,
+    /// Deadline override in seconds for the program's steps.
+    pub timeout_seconds: Option<u64>,
 }
 
 /// `[defaults]`.
@@ -222,6 +224,18 @@ impl FunctionTable {
                 .execs
                 .iter()
                 .any(|entry| entry.cache && entry.program == program)
+    }
+
+    /// The deadline the table sets for an `exec:` step (its `[[exec]]`
+    /// entry's, else `[defaults]`'s), if it sets one.
+    pub fn exec_timeout_override(&self, exec: &str) -> Option<Duration> {
+        let program = exec.split_whitespace().next().unwrap_or("");
+        self.execs
+            .iter()
+            .filter(|entry| entry.program == program)
+            .find_map(|entry| entry.timeout_seconds)
+            .or(self.defaults.timeout_seconds)
+            .map(Duration::from_secs)
     }
 
     /// The deadline for `image`.

@@ -10,11 +10,12 @@
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::Duration;
 
 use super::cancel::Cancel;
+use super::config::FunctionTable;
 use super::{
     EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget,
 };
@@ -24,6 +25,9 @@ use super::{
 pub struct ExecEvaluator {
     /// Trips to kill the running functions (the CLI's Ctrl-C).
     pub cancel: Cancel,
+    /// `render.toml`, for the deadlines it sets (`[[exec]]` and
+    /// `[defaults]` `timeout_seconds`); the request's deadline otherwise.
+    pub table: Arc<FunctionTable>,
 }
 
 /// Splits an `exec:` string like a POSIX shell would (quotes and escapes,
@@ -60,7 +64,11 @@ impl Evaluator for ExecEvaluator {
             Some((program, args)) => (program.clone(), args.to_vec()),
             None => (command.to_owned(), Vec::new()),
         };
-        run_process(&program, &args, request.input, request.timeout, &self.cancel)
+        let timeout = self
+            .table
+            .exec_timeout_override(command)
+            .unwrap_or(request.timeout);
+        run_process(&program, &args, request.input, timeout, &self.cancel)
     }
 
     fn executor(&self, target: FunctionTarget<'_>) -> Option<Executor> {
@@ -336,5 +344,32 @@ mod tests {
         tripper.join().expect("tripper");
         // Nothing starts once cancelled.
         assert_eq!(evaluator.evaluate(&request), Err(EvalError::Interrupted));
+    }
+
+    /// `render.toml` sets exec deadlines too: an `[[exec]]` entry's, else
+    /// `[defaults]`'s, over the render's own.
+    #[test]
+    fn render_toml_deadlines_apply_to_exec_steps() {
+        let table = FunctionTable::parse(
+            "[defaults]\ntimeout_seconds = 1\n\n[[exec]]\nprogram = \"sh\"\ntimeout_seconds = 2\n",
+            std::path::Path::new("render.toml"),
+        )
+        .expect("valid table");
+        let evaluator = ExecEvaluator {
+            table: Arc::new(table),
+            ..ExecEvaluator::default()
+        };
+        for (command, seconds) in [("sleep 30", 1), ("sh -c 'sleep 30'", 2)] {
+            let request = FunctionRequest {
+                target: FunctionTarget::Exec(command),
+                input: b"",
+                timeout: Duration::from_secs(600),
+            };
+            assert_eq!(
+                evaluator.evaluate(&request),
+                Err(EvalError::TimedOut(Duration::from_secs(seconds))),
+                "{command}"
+            );
+        }
     }
 }
