@@ -288,6 +288,19 @@ pub enum KptfileError {
         /// `v1alpha1` or `v1alpha2`.
         version: String,
     },
+    /// Not a Kptfile: another kind, or an apiVersion kpt does not know.
+    #[error(
+        "Kptfile at {:?} has an unknown resource type ({:?}).",
+        .dir.display().to_string(), .gvk
+    )]
+    #[diagnostic(code(krender::kptfile::unknown_type))]
+    UnknownType {
+        /// The package directory.
+        dir: PathBuf,
+        /// The group, version and kind found, as Kubernetes prints them
+        /// (`kpt.dev/v1, Kind=ConfigMap`).
+        gvk: String,
+    },
     /// A rule of kpt's Kptfile validation failed.
     #[error("{}", validation_text(.field, .value.as_deref(), .reason))]
     #[diagnostic(code(krender::kptfile::invalid))]
@@ -514,16 +527,27 @@ impl Kptfile {
 
     /// Decodes a parsed Kptfile document.
     pub fn from_node(document: &Node, dir: &Path) -> Result<Kptfile, KptfileError> {
-        // kpt checks the version with a lenient decode before the strict one.
-        if let Some(api_version) = document.root().get_str(&["apiVersion"]) {
-            for legacy in ["v1alpha1", "v1alpha2"] {
-                if api_version == format!("kpt.dev/{legacy}") {
-                    return Err(KptfileError::Legacy {
-                        dir: dir.to_path_buf(),
-                        version: legacy.to_owned(),
-                    });
-                }
+        // kpt checks the type with a lenient decode before the strict one
+        // (`checkKptfileVersion`): kpt.dev/v1 Kptfile, a known old
+        // version, or an unknown resource type.
+        let root = document.root();
+        let api_version = root.get_str(&["apiVersion"]).unwrap_or_default();
+        let kind = root.get_str(&["kind"]).unwrap_or_default();
+        let (group, version) = match api_version.split_once('/') {
+            Some((group, version)) => (group, version),
+            None => ("", api_version),
+        };
+        if (group, version, kind) != ("kpt.dev", "v1", "Kptfile") {
+            if group == "kpt.dev" && kind == "Kptfile" && matches!(version, "v1alpha1" | "v1alpha2") {
+                return Err(KptfileError::Legacy {
+                    dir: dir.to_path_buf(),
+                    version: version.to_owned(),
+                });
             }
+            return Err(KptfileError::UnknownType {
+                dir: dir.to_path_buf(),
+                gvk: format!("{group}/{version}, Kind={kind}"),
+            });
         }
         let value =
             gostruct::decode(document, &KPTFILE).map_err(|errors| KptfileError::Unreadable {
@@ -800,6 +824,13 @@ fn validate_function(function: &Function, field: &str, pkg_dir: &Path) -> Result
             "must specify a functionConfig image or exec",
         ));
     }
+    if !function.image.is_empty() && !function.exec.is_empty() {
+        return Err(invalid(
+            field.to_owned(),
+            None,
+            "must not specify both `image` and `exec` at the same time",
+        ));
+    }
     if !function.config_map.is_empty() && !function.config_path.is_empty() {
         return Err(invalid(
             field.to_owned(),
@@ -948,6 +979,43 @@ pub fn with_default_tag(image: &str) -> String {
 mod tests {
     use super::*;
 
+    /// kpt's `checkKptfileVersion` texts, checked against kpt itself.
+    #[test]
+    fn only_kpt_dev_v1_kptfiles_decode() {
+        let dir = Path::new("/pkg");
+        let unknown = |text: &str| Kptfile::parse(text, dir).map(|_| ()).map_err(|e| e.to_string());
+        assert_eq!(
+            unknown("apiVersion: kpt.dev/v1\nkind: ConfigMap\nmetadata:\n  name: x\n"),
+            Err("Kptfile at \"/pkg\" has an unknown resource type (\"kpt.dev/v1, Kind=ConfigMap\").".to_owned())
+        );
+        assert_eq!(
+            unknown("apiVersion: kpt.dev/v1alpha9\nkind: Kptfile\nmetadata:\n  name: x\n"),
+            Err("Kptfile at \"/pkg\" has an unknown resource type (\"kpt.dev/v1alpha9, Kind=Kptfile\").".to_owned())
+        );
+        assert_eq!(
+            unknown("apiVersion: v1\nkind: Kptfile\nmetadata:\n  name: x\n"),
+            Err("Kptfile at \"/pkg\" has an unknown resource type (\"/v1, Kind=Kptfile\").".to_owned())
+        );
+        assert!(matches!(
+            Kptfile::parse("apiVersion: kpt.dev/v1alpha2\nkind: Kptfile\n", dir),
+            Err(KptfileError::Legacy { .. })
+        ));
+        assert!(unknown("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: x\n").is_ok());
+    }
+
+    #[test]
+    fn a_step_may_not_name_both_an_image_and_a_command() {
+        let kptfile = Kptfile::parse(
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: x\npipeline:\n  mutators:\n    - image: set-labels\n      exec: sed\n",
+            Path::new("/pkg"),
+        )
+        .expect("decodes");
+        assert_eq!(
+            kptfile.validate(Path::new("/pkg")).map_err(|e| e.to_string()),
+            Err("Kptfile is invalid:\nField: `pipeline.mutators[0]`\nReason: must not specify both `image` and `exec` at the same time\n".to_owned())
+        );
+    }
+
     #[test]
     fn escapes_detects_parent_paths() {
         assert!(escapes("some/../../home/.kube/config"));
@@ -1061,6 +1129,7 @@ mod status_tests {
         mutators.content.push(function);
         let document = Node::new_document(map(vec![
             ("apiVersion", s("kpt.dev/v1")),
+            ("kind", s("Kptfile")),
             ("pipeline", map(vec![("mutators", mutators)])),
         ]));
         let error = Kptfile::from_node(&document, Path::new("/p/app")).expect_err("unknown field");
