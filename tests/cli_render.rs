@@ -662,3 +662,45 @@ fn a_resource_left_out_by_a_selector_is_still_checked_as_the_next_steps_input() 
     };
     assert_eq!(resources(&run.before), resources(&run.after));
 }
+
+/// A package holding a `depth`-deep flow sequence, with set-labels run on it.
+fn deep_package(dir: &Path, depth: usize) {
+    std::fs::create_dir_all(dir).expect("package dir");
+    std::fs::write(
+        dir.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: deep\npipeline:\n  mutators:\n    - image: set-labels\n      configMap:\n        a: b\n",
+    )
+    .expect("Kptfile");
+    let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    std::fs::write(
+        dir.join("cm.yaml"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  x: {nested}\n"),
+    )
+    .expect("resource");
+}
+
+/// Input the parser accepts (go-yaml allows 10,000 levels) renders in place
+/// without overflowing a stack; deeper input is go-yaml's error, and
+/// nothing is written.
+#[test]
+fn deeply_nested_input_renders_or_fails_cleanly() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let pkg = temp.path().join("deep");
+    deep_package(&pkg, 9_000);
+    let (code, stderr) = krender_in(temp.path(), &["fn", "render", "--no-cache", "deep"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let rendered = std::fs::read_to_string(pkg.join("cm.yaml")).expect("read");
+    assert!(rendered.contains("a: b"), "labels set");
+    assert!(rendered.contains(&"[".repeat(9_000)), "the sequence is kept");
+
+    let pkg = temp.path().join("deeper");
+    deep_package(&pkg, 10_001);
+    let before = snapshot(&pkg);
+    let (code, stderr) = krender_in(temp.path(), &["fn", "render", "--no-cache", "deeper"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("exceeded max depth of 10000"), "{stderr}");
+    // Only the Kptfile's status is written, as kpt writes it.
+    let after = snapshot(&pkg);
+    assert!(after.get("cm.yaml") == before.get("cm.yaml"), "cm.yaml changed");
+    assert_eq!(after.len(), before.len());
+}

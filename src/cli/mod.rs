@@ -30,6 +30,30 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
         }
     };
     init_tracing();
+    // Rendering recurses as deep as YAML nests: every thread that renders
+    // gets a large stack (only touched pages are committed), the command's
+    // own thread and rayon's workers alike. Building the global pool fails
+    // only if it was built before (tests running commands in process).
+    let _ = rayon::ThreadPoolBuilder::new()
+        .stack_size(crate::hydrate::WORKER_STACK_BYTES)
+        .build_global();
+    let command = std::thread::Builder::new()
+        .name("krender".to_owned())
+        .stack_size(crate::hydrate::WORKER_STACK_BYTES)
+        .spawn(move || run_command(cli));
+    match command.map(std::thread::JoinHandle::join) {
+        Ok(Ok(code)) => code,
+        // The command's panic was printed by the panic hook.
+        Ok(Err(_)) => ExitCode::from(101),
+        Err(error) => {
+            let _ = writeln!(std::io::stderr(), "krender: cannot start: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Runs the parsed command and returns its exit code.
+fn run_command(cli: Cli) -> ExitCode {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     // Not locked for the whole command, unlike stdout: the progress bar's

@@ -459,9 +459,9 @@ impl RenderSession {
 
 /// Runs `work` on a pool of `jobs` threads, or on rayon's global pool.
 pub(super) fn in_pool(jobs: Option<usize>, work: impl FnOnce() + Send) {
-    match jobs.map(|jobs| rayon::ThreadPoolBuilder::new().num_threads(jobs).build()) {
-        Some(Ok(pool)) => pool.install(work),
-        _ => work(),
+    match hydrate::worker_pool(jobs) {
+        Some(pool) => pool.install(work),
+        None => work(),
     }
 }
 

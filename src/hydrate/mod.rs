@@ -41,6 +41,23 @@ use results::{FnResult, ResultItems, StepRecord};
 pub const ALLOW_EXEC_MESSAGE: &str =
     "must run with `--allow-exec` option to allow running function binaries";
 
+/// Stack of every thread that renders: walks over resources recurse as
+/// deep as YAML nests (go-yaml accepts 10,000 levels), and a default 2 MiB
+/// worker stack overflowed at a few thousand. Only touched pages are
+/// committed.
+pub const WORKER_STACK_BYTES: usize = 256 << 20;
+
+/// A pool of `jobs` render workers with [`WORKER_STACK_BYTES`] of stack;
+/// `None` (no `--jobs`, or a pool that cannot start) means rayon's global
+/// pool, which the CLI builds with the same stack.
+pub(crate) fn worker_pool(jobs: Option<usize>) -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs?)
+        .stack_size(WORKER_STACK_BYTES)
+        .build()
+        .ok()
+}
+
 /// Options of one render.
 #[derive(Clone, Debug)]
 pub struct RenderOptions {
@@ -775,13 +792,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                 context.root,
             ))
         };
-        let pool = self.options.jobs.and_then(|jobs| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(jobs)
-                .build()
-                .ok()
-        });
-        match pool {
+        match worker_pool(self.options.jobs) {
             Some(pool) => pool.install(|| jobs.into_par_iter().map(run).collect()),
             None => jobs.into_par_iter().map(run).collect(),
         }
