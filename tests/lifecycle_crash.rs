@@ -501,3 +501,48 @@ fn interrupted_commits_of_nested_packages_are_recovered_first() {
     );
     assert!(krender::lifecycle::draft::leftovers(&sub).is_empty());
 }
+
+/// A commit that cannot be finished (its journal names a write under a
+/// dangling symbolic link) stops readers too: `fn source` and `-o stdout`
+/// fail naming the package instead of reading a half-written tree.
+#[test]
+fn readers_never_read_over_an_unfinished_commit() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let pkg = temp.path().join("pkg");
+    std::fs::create_dir_all(pkg.join(".krender-stage-1/link")).expect("stage");
+    std::fs::write(
+        pkg.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n",
+    )
+    .expect("Kptfile");
+    std::fs::write(
+        pkg.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    )
+    .expect("resource");
+    std::fs::write(pkg.join(".krender-stage-1/link/x.yaml"), "x: 1\n").expect("staged");
+    std::fs::write(
+        pkg.join(".krender-journal"),
+        r#"{"version":1,"stage":".krender-stage-1","writes":["link/x.yaml"],"deletes":[]}"#,
+    )
+    .expect("journal");
+    std::os::unix::fs::symlink("/nonexistent/dir", pkg.join("link")).expect("symlink");
+    for args in [
+        vec!["fn", "source", "pkg"],
+        vec!["fn", "render", "pkg", "-o", "stdout"],
+    ] {
+        let output = krender(temp.path())
+            .args(&args)
+            .current_dir(temp.path())
+            .stdout(Stdio::piped())
+            .output()
+            .expect("krender runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("has an unfinished commit that cannot be completed now"),
+            "{args:?}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{args:?} printed a half-written package");
+    }
+}

@@ -59,7 +59,20 @@ pub(super) fn open_for_render(
             }
             Ok(Some(session))
         }
-        Err(LifecycleError::Io { .. }) if !in_place => Ok(None),
+        // A reader goes on without a lock where it cannot take one (a
+        // read-only package), but never over a commit that was not finished:
+        // it would read a half-written package.
+        Err(error @ LifecycleError::Io { .. }) if !in_place => {
+            if lifecycle::draft::needs_recovery(root) {
+                Err(Report::Error(format!(
+                    "package {} has an unfinished commit that cannot be completed now; \
+                     nothing was read: {error}",
+                    root.display()
+                )))
+            } else {
+                Ok(None)
+            }
+        }
         Err(error) => Err(Report::Error(error.to_string())),
     }
 }

@@ -166,8 +166,9 @@ pub fn commit(root: &Path, changes: &Changes) -> Result<CommitSummary, Lifecycle
     if changes.is_empty() {
         return Ok(CommitSummary::default());
     }
+    let mut checked_parents = BTreeSet::new();
     for relative in changes.writes.keys() {
-        check_write_target(root, relative)?;
+        check_write_target(root, relative, &mut checked_parents)?;
     }
     for relative in &changes.deletes {
         check_relative(root, relative)?;
@@ -560,9 +561,19 @@ fn check_relative(root: &Path, relative: &str) -> Result<(), LifecycleError> {
     Ok(())
 }
 
-/// Checks before the commit point what would make a rename fail after it:
-/// a directory where the file goes, or a file where a directory must be.
-fn check_write_target(root: &Path, relative: &str) -> Result<(), LifecycleError> {
+/// Checks before the commit point what would make the roll forward fail
+/// after it, which would leave a package half written: a directory where
+/// the file goes, a file where a directory must be, a parent directory that
+/// is a dangling symbolic link or one leading out of the package, on
+/// another file system than the package (a rename cannot cross it), or not
+/// writable.
+/// A parent directory is checked once per commit (`checked_parents`).
+fn check_write_target(
+    root: &Path,
+    relative: &str,
+    checked_parents: &mut BTreeSet<PathBuf>,
+) -> Result<(), LifecycleError> {
+    use std::os::unix::fs::MetadataExt;
     check_relative(root, relative)?;
     let invalid = |reason: &str| LifecycleError::InvalidWrite {
         root: root.to_path_buf(),
@@ -573,18 +584,62 @@ fn check_write_target(root: &Path, relative: &str) -> Result<(), LifecycleError>
     if std::fs::symlink_metadata(&target).is_ok_and(|metadata| metadata.is_dir()) {
         return Err(invalid("a directory is in the way"));
     }
-    let mut ancestor = target.parent();
-    while let Some(dir) = ancestor {
-        if dir == root {
-            break;
-        }
-        match std::fs::metadata(dir) {
-            Ok(metadata) if metadata.is_dir() => break,
+    let parents = Path::new(relative).parent().unwrap_or(Path::new(""));
+    if !checked_parents.insert(parents.to_path_buf()) {
+        return Ok(());
+    }
+    let root_meta = std::fs::metadata(root).map_err(|error| LifecycleError::io(root, &error))?;
+    // The parents, from the root down: the deepest one that exists is where
+    // the roll forward creates or renames.
+    let mut existing = root.to_path_buf();
+    let mut dir = root.to_path_buf();
+    for name in parents.components() {
+        dir.push(name);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.file_type().is_symlink() => match std::fs::canonicalize(&dir) {
+                Err(_) => return Err(invalid("a parent directory is a dangling symbolic link")),
+                Ok(resolved) => {
+                    let inside = std::fs::canonicalize(root)
+                        .is_ok_and(|canonical_root| resolved.starts_with(canonical_root));
+                    if !inside {
+                        return Err(invalid(
+                            "a parent directory is a symbolic link leading out of the package",
+                        ));
+                    }
+                    if !resolved.is_dir() {
+                        return Err(invalid("a parent path is not a directory"));
+                    }
+                    existing = dir.clone();
+                }
+            },
+            Ok(meta) if meta.is_dir() => existing = dir.clone(),
             Ok(_) => return Err(invalid("a parent path is not a directory")),
-            Err(_) => ancestor = dir.parent(),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => break,
+            Err(error) => return Err(LifecycleError::io(&dir, &error)),
         }
     }
+    let existing_meta =
+        std::fs::metadata(&existing).map_err(|error| LifecycleError::io(&existing, &error))?;
+    if existing_meta.dev() != root_meta.dev() {
+        return Err(invalid(
+            "a parent directory is on another file system than the package",
+        ));
+    }
+    if !writable(&existing) {
+        return Err(invalid("a parent directory is not writable"));
+    }
     Ok(())
+}
+
+/// Whether this process may create and rename entries in `dir` (access(2):
+/// permissions, read-only mounts).
+fn writable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid NUL-terminated path; access(2) reads it only.
+    unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
 }
 
 /// `dirs` plus every directory between each of them and `top` (inclusive):
@@ -777,6 +832,40 @@ mod tests {
         assert_eq!(tree(root), expected);
         assert!(leftovers(root).is_empty());
         assert_eq!(recover(root).unwrap(), Recovery::Clean);
+    }
+
+    /// Targets a rename could not reach after the commit point are refused
+    /// before it: a dangling symlinked directory, one leading out of the
+    /// package. A symlinked directory inside the package is written through.
+    #[test]
+    fn unreachable_targets_are_refused_before_the_commit_point() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("pkg");
+        let outside = temp.path().join("outside");
+        std::fs::create_dir_all(root.join("real")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("a.yaml"), "old\n").unwrap();
+        std::os::unix::fs::symlink("/nonexistent/dir", root.join("dangling")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("inside")).unwrap();
+        for (bad, reason) in [
+            ("dangling/x.yaml", "a dangling symbolic link"),
+            ("out/x.yaml", "leading out of the package"),
+            ("a.yaml/x.yaml", "not a directory"),
+        ] {
+            let mut changes = Changes::default();
+            changes.write("a.yaml", "new\n");
+            changes.write(bad, "x");
+            let error = commit(&root, &changes).unwrap_err().to_string();
+            assert!(error.contains(reason), "{bad}: {error}");
+            assert_eq!(std::fs::read(root.join("a.yaml")).unwrap(), b"old\n");
+            assert!(leftovers(&root).is_empty(), "{bad}");
+        }
+        assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+        let mut changes = Changes::default();
+        changes.write("inside/x.yaml", "x\n");
+        commit(&root, &changes).unwrap();
+        assert_eq!(std::fs::read(root.join("real/x.yaml")).unwrap(), b"x\n");
     }
 
     #[test]
