@@ -501,7 +501,15 @@ impl Kptfile {
         {
             return Ok(kptfile.clone());
         }
-        let kptfile = Kptfile::parse(&String::from_utf8_lossy(bytes), dir)?;
+        // Not lossily: a Kptfile go-yaml cannot read is an error, and
+        // never rewritten (its status) with its bad bytes replaced.
+        let text = crate::pkg::reader::decode_text(bytes).map_err(|reason| {
+            KptfileError::Unreadable {
+                dir: dir.to_path_buf(),
+                details: format!("yaml: {reason}"),
+            }
+        })?;
+        let kptfile = Kptfile::parse(&text, dir)?;
         if let Ok(mut decoded) = DECODED.lock() {
             if decoded.len() >= DECODED_MAX {
                 decoded.clear();

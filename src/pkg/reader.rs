@@ -65,11 +65,13 @@ pub enum ReadError {
         separator: String,
     },
     /// The file is not valid UTF-8 (or UTF-16 with a byte-order mark).
-    #[error("{}: MalformedYAMLError: yaml: invalid leading UTF-8 octet", path.display())]
+    #[error("{}: MalformedYAMLError: yaml: {reason}", path.display())]
     #[diagnostic(code(krender::pkg::invalid_utf8))]
     InvalidUtf8 {
         /// Absolute path of the file.
         path: PathBuf,
+        /// go-yaml's reader error (`invalid trailing UTF-8 octet`, ...).
+        reason: &'static str,
     },
     /// A file or directory could not be read.
     #[error("{}: {message}", path.display())]
@@ -163,8 +165,9 @@ pub fn parse_package_files(
 ) -> Result<PackageRead, ReadError> {
     let mut read = PackageRead::default();
     for file in files {
-        let text = decode_text(&file.bytes).ok_or_else(|| ReadError::InvalidUtf8 {
+        let text = decode_text(&file.bytes).map_err(|reason| ReadError::InvalidUtf8 {
             path: file.absolute.clone(),
+            reason,
         })?;
         let resources = parse_file(&file.relative, &file.absolute, &text, options)?;
         if !resources.is_empty() {
@@ -223,17 +226,18 @@ fn list_files(
 }
 
 /// Decodes file bytes: UTF-8 with an optional BOM (which is dropped), or
-/// UTF-16 with a BOM, as go-yaml's reader accepts. `None` for invalid text.
-pub fn decode_text(bytes: &[u8]) -> Option<String> {
-    let utf16 = |bytes: &[u8], little: bool| -> Option<String> {
+/// UTF-16 with a BOM, as go-yaml's reader accepts. Invalid text gives
+/// go-yaml's reader error for its first bad sequence.
+pub fn decode_text(bytes: &[u8]) -> Result<String, &'static str> {
+    let utf16 = |bytes: &[u8], little: bool| -> Result<String, &'static str> {
         let units = bytes.chunks(2).map(|pair| match (pair, little) {
-            ([lo, hi], true) | ([hi, lo], false) => Some(u16::from_le_bytes([*lo, *hi])),
-            _ => None,
+            ([lo, hi], true) | ([hi, lo], false) => Ok(u16::from_le_bytes([*lo, *hi])),
+            _ => Err("incomplete UTF-16 character"),
         });
-        let units: Option<Vec<u16>> = units.collect();
-        char::decode_utf16(units?)
+        let units: Vec<u16> = units.collect::<Result<_, _>>()?;
+        char::decode_utf16(units)
             .collect::<Result<String, _>>()
-            .ok()
+            .map_err(|_| "incomplete UTF-16 surrogate pair")
     };
     if let Some(rest) = bytes.strip_prefix(&[0xFF, 0xFE]) {
         return utf16(rest, true);
@@ -242,7 +246,56 @@ pub fn decode_text(bytes: &[u8]) -> Option<String> {
         return utf16(rest, false);
     }
     let bytes = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(bytes);
-    String::from_utf8(bytes.to_vec()).ok()
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text.to_owned()),
+        Err(error) => Err(utf8_reason(&bytes[error.valid_up_to()..])),
+    }
+}
+
+/// go-yaml's reader error for the invalid UTF-8 sequence at the start of
+/// `bytes` (`yaml_parser_update_buffer`).
+fn utf8_reason(bytes: &[u8]) -> &'static str {
+    let Some(&lead) = bytes.first() else {
+        return "incomplete UTF-8 octet sequence";
+    };
+    // Rust reports a surrogate's encoding at its lead byte, as invalid;
+    // go-yaml decodes it and rejects the character.
+    let width = match lead {
+        _ if lead & 0x80 == 0 => 1,
+        _ if lead & 0xE0 == 0xC0 => 2,
+        _ if lead & 0xF0 == 0xE0 => 3,
+        _ if lead & 0xF8 == 0xF0 => 4,
+        _ => return "invalid leading UTF-8 octet",
+    };
+    if bytes.len() < width {
+        return "incomplete UTF-8 octet sequence";
+    }
+    let mut value = u32::from(match width {
+        1 => lead & 0x7F,
+        2 => lead & 0x1F,
+        3 => lead & 0x0F,
+        _ => lead & 0x07,
+    });
+    for &octet in &bytes[1..width] {
+        if octet & 0xC0 != 0x80 {
+            return "invalid trailing UTF-8 octet";
+        }
+        value = (value << 6) + u32::from(octet & 0x3F);
+    }
+    if (0xD800..=0xDFFF).contains(&value) || value > 0x10_FFFF {
+        return "invalid Unicode character";
+    }
+    let shortest = match width {
+        1 => true,
+        2 => value >= 0x80,
+        3 => value >= 0x800,
+        _ => value >= 0x10000,
+    };
+    if !shortest {
+        return "invalid length of a UTF-8 sequence";
+    }
+    // Valid on its own: the sequence was cut short by the end of input.
+    "incomplete UTF-8 octet sequence"
 }
 
 static SEPARATOR: LazyLock<Regex> = LazyLock::new(|| {
@@ -305,18 +358,28 @@ pub fn parse_file(
             continue;
         }
         wrap_bare_sequence(&mut document);
+        // kyaml sets the annotations through `metadata.annotations`: the
+        // root, and each of those present and not null, must be mappings.
         let root = document.root();
-        if !root.is_mapping() {
+        let metadata = root.get("metadata").filter(|node| !node.is_null());
+        let annotations = metadata
+            .and_then(|metadata| metadata.get("annotations"))
+            .filter(|node| !node.is_null());
+        let not_a_mapping = std::iter::once(root)
+            .chain(metadata)
+            .chain(annotations)
+            .find(|node| !node.is_mapping());
+        if let Some(node) = not_a_mapping {
             return Err(ReadError::WrongNodeKind {
                 path: abs_path.to_path_buf(),
-                kind: match root.kind {
+                kind: match node.kind {
                     NodeKind::Scalar => "ScalarNode",
                     NodeKind::Alias => "AliasNode",
                     NodeKind::Sequence => "SequenceNode",
                     NodeKind::Document => "DocumentNode",
                     NodeKind::Mapping => "MappingNode",
                 },
-                contents: crate::yaml::to_string(root, SeqIndent::Compact),
+                contents: crate::yaml::to_string(node, SeqIndent::Compact),
             });
         }
         let index = resources.len().to_string();
@@ -420,6 +483,43 @@ pub fn derive_seq_indent(text: &str) -> SeqIndent {
 mod tests {
     use super::{SeqIndent, derive_seq_indent, split_documents};
     use std::path::Path;
+
+    #[test]
+    fn invalid_text_gives_go_yamls_reason() {
+        use super::decode_text;
+        assert_eq!(decode_text(b"# caf\xe9\na: b\n"), Err("invalid trailing UTF-8 octet"));
+        assert_eq!(decode_text(b"# caf\xe9\n"), Err("incomplete UTF-8 octet sequence"));
+        assert_eq!(decode_text(b"a: \xff\n"), Err("invalid leading UTF-8 octet"));
+        assert_eq!(decode_text(b"a: \xc3"), Err("incomplete UTF-8 octet sequence"));
+        assert_eq!(decode_text(b"a: \xc0\x80"), Err("invalid length of a UTF-8 sequence"));
+        assert_eq!(decode_text(b"a: \xed\xa0\x80"), Err("invalid Unicode character"));
+        assert_eq!(decode_text("a: café\n".as_bytes()).as_deref(), Ok("a: café\n"));
+    }
+
+    /// kyaml sets the reader annotations through `metadata.annotations`;
+    /// kpt's texts for what is not a mapping there, checked against kpt.
+    #[test]
+    fn metadata_and_annotations_must_be_mappings() {
+        let read = |text: &str| {
+            super::parse_file(
+                "cm.yaml",
+                Path::new("/pkg/cm.yaml"),
+                text,
+                &super::ReadOptions::default(),
+            )
+            .map(|_| ())
+            .map_err(|error| error.to_string())
+        };
+        assert_eq!(
+            read("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations: [x, y]\n"),
+            Err("/pkg/cm.yaml: wrong node kind: expected MappingNode but got SequenceNode: node contents:\n[x, y]\n".to_owned())
+        );
+        assert_eq!(
+            read("apiVersion: v1\nkind: ConfigMap\nmetadata: 5\n"),
+            Err("/pkg/cm.yaml: wrong node kind: expected MappingNode but got ScalarNode: node contents:\n5\n".to_owned())
+        );
+        assert!(read("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n").is_ok());
+    }
 
     #[test]
     fn seq_indent_heuristic() {
