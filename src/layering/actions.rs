@@ -3,7 +3,7 @@
 
 use super::document::{Action, Document};
 use super::error::LayeringError;
-use super::path::JsonPath;
+use super::path::{JsonPath, Padding};
 use super::value::{Map, Value};
 
 /// Computes a child's layered data from its parent's rendered data.
@@ -26,6 +26,7 @@ pub fn apply_actions(
         &child.data
     };
 
+    let mut padding = Padding::per_document();
     for action in &child.actions {
         let path_text = normalize_action_path(&action.path);
         let path =
@@ -65,11 +66,12 @@ pub fn apply_actions(
                     // Lists and scalars are not merged: the child's value wins.
                     _ => from_child.clone(),
                 };
-                path.write(&mut result, merged).map_err(write_failed)?;
+                path.write(&mut result, merged, &mut padding)
+                    .map_err(write_failed)?;
             }
             Some("replace") => {
                 let from_child = path.get_present(child_data).ok_or_else(missing)?;
-                path.write(&mut result, from_child.clone())
+                path.write(&mut result, from_child.clone(), &mut padding)
                     .map_err(write_failed)?;
             }
             _ => {

@@ -158,26 +158,28 @@ pub fn load_text(text: &str, file: &Arc<str>) -> Result<Vec<LoadedDocument>, Lay
         path: file.to_string(),
         message: error.to_string(),
     })?;
-    Ok(documents
-        .into_iter()
-        .filter_map(|mut document| {
-            // Move the root out of its document wrapper; cloning it cost as
-            // much as parsing.
-            let root = std::mem::replace(document.root_mut(), Node::new_mapping());
-            let body = Value::from_node(&root);
-            if body.is_null() {
-                return None;
-            }
-            Some(LoadedDocument {
-                input: InputDocument {
-                    body,
-                    file: file.clone(),
-                    line: root.line as usize,
-                },
-                node: root,
-            })
-        })
-        .collect())
+    let mut loaded = Vec::with_capacity(documents.len());
+    for mut document in documents {
+        // Move the root out of its document wrapper; cloning it cost as
+        // much as parsing.
+        let root = std::mem::replace(document.root_mut(), Node::new_mapping());
+        let body = Value::from_node(&root).map_err(|message| LayeringError::Yaml {
+            path: file.to_string(),
+            message: message.to_owned(),
+        })?;
+        if body.is_null() {
+            continue;
+        }
+        loaded.push(LoadedDocument {
+            input: InputDocument {
+                body,
+                file: file.clone(),
+                line: root.line as usize,
+            },
+            node: root,
+        });
+    }
+    Ok(loaded)
 }
 
 fn collect_files(path: &Path, files: &mut Vec<PathBuf>) -> Result<(), LayeringError> {

@@ -15,6 +15,21 @@ use super::value::{Key, Map, Value};
 /// without limit, but a typo like `[99999999999]` must fail, not exhaust memory.
 pub const MAX_CREATED_INDEX: usize = 1_000_000;
 
+/// How many list entries the writes of one document may pad in all:
+/// without it, fifty substitutions each writing `[999999]` took 4.9 GB.
+pub const MAX_PADDING_PER_DOCUMENT: usize = 1_000_000;
+
+/// What is left of a document's padding budget ([`MAX_PADDING_PER_DOCUMENT`]).
+#[derive(Debug)]
+pub struct Padding(usize);
+
+impl Padding {
+    /// A document's whole budget.
+    pub fn per_document() -> Padding {
+        Padding(MAX_PADDING_PER_DOCUMENT)
+    }
+}
+
 /// One step of a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Segment {
@@ -45,6 +60,13 @@ pub enum PathError {
     /// Writing would pad a list beyond [`MAX_CREATED_INDEX`].
     #[error("list index {index} is too large to create (limit {MAX_CREATED_INDEX})")]
     IndexTooLarge {
+        /// The index.
+        index: usize,
+    },
+    /// The document's writes would pad lists beyond
+    /// [`MAX_PADDING_PER_DOCUMENT`] entries in all.
+    #[error("list index {index} would pad the document's lists beyond {MAX_PADDING_PER_DOCUMENT} entries in all")]
+    PaddingBudget {
         /// The index.
         index: usize,
     },
@@ -181,7 +203,11 @@ impl JsonPath {
     /// when an index follows it, and a list too short for an index is padded
     /// with `{}`. Fails where a scalar, null or a value of the wrong kind is
     /// in the way.
-    pub fn slot_mut<'a>(&self, data: &'a mut Value) -> Result<&'a mut Value, PathError> {
+    pub fn slot_mut<'a>(
+        &self,
+        data: &'a mut Value,
+        padding: &mut Padding,
+    ) -> Result<&'a mut Value, PathError> {
         let mut current = data;
         for (i, segment) in self.segments.iter().enumerate() {
             let next_is_index = matches!(self.segments.get(i + 1), Some(Segment::Index(_)));
@@ -203,6 +229,11 @@ impl JsonPath {
                     return Err(PathError::IndexTooLarge { index: *index });
                 }
                 (Segment::Index(index), Value::Seq(items)) => {
+                    let pad = (*index + 1).saturating_sub(items.len());
+                    padding.0 = padding
+                        .0
+                        .checked_sub(pad)
+                        .ok_or(PathError::PaddingBudget { index: *index })?;
                     while items.len() <= *index {
                         items.push(Value::Map(Map::default()));
                     }
@@ -216,8 +247,13 @@ impl JsonPath {
 
     /// Stores `value` at the path, creating the way to it (see
     /// [`JsonPath::slot_mut`]).
-    pub fn write(&self, data: &mut Value, value: Value) -> Result<(), PathError> {
-        *self.slot_mut(data)? = value;
+    pub fn write(
+        &self,
+        data: &mut Value,
+        value: Value,
+        padding: &mut Padding,
+    ) -> Result<(), PathError> {
+        *self.slot_mut(data, padding)? = value;
         Ok(())
     }
 }
@@ -240,6 +276,28 @@ fn read_quoted(chars: &[char], start: usize, quote: char) -> Option<(String, usi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One document's writes share one padding budget: many writes each
+    /// just under the per-write limit cannot add up to gigabytes.
+    #[test]
+    fn padding_is_bounded_per_document() {
+        let mut data = Value::empty_map();
+        let mut padding = Padding::per_document();
+        JsonPath::parse(".a[999999]")
+            .unwrap()
+            .write(&mut data, Value::Int(1), &mut padding)
+            .unwrap();
+        let error = JsonPath::parse(".b[5]")
+            .unwrap()
+            .write(&mut data, Value::Int(1), &mut padding)
+            .unwrap_err();
+        assert_eq!(error, PathError::PaddingBudget { index: 5 });
+        // Writing inside what exists pads nothing.
+        JsonPath::parse(".a[10]")
+            .unwrap()
+            .write(&mut data, Value::Int(2), &mut padding)
+            .unwrap();
+    }
 
     fn fields(names: &[&str]) -> Vec<Segment> {
         names
@@ -289,7 +347,7 @@ mod tests {
         let mut data = Value::empty_map();
         JsonPath::parse(".a[2].b")
             .unwrap()
-            .write(&mut data, Value::Int(1))
+            .write(&mut data, Value::Int(1), &mut Padding::per_document())
             .unwrap();
         let a = data.get("a").unwrap();
         let Value::Seq(items) = a else {
@@ -305,7 +363,7 @@ mod tests {
         let mut data = Value::empty_map();
         let path = JsonPath::parse(".a[99999999999]").unwrap();
         assert_eq!(
-            path.write(&mut data, Value::Int(1)),
+            path.write(&mut data, Value::Int(1), &mut Padding::per_document()),
             Err(PathError::IndexTooLarge {
                 index: 99_999_999_999
             })
@@ -317,12 +375,12 @@ mod tests {
         let mut data = Value::empty_map();
         JsonPath::parse(".a")
             .unwrap()
-            .write(&mut data, Value::Int(1))
+            .write(&mut data, Value::Int(1), &mut Padding::per_document())
             .unwrap();
         assert!(
             JsonPath::parse(".a.b")
                 .unwrap()
-                .write(&mut data, Value::Int(2))
+                .write(&mut data, Value::Int(2), &mut Padding::per_document())
                 .is_err()
         );
     }

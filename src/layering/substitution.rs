@@ -7,7 +7,7 @@ use regex::{NoExpand, Regex};
 
 use super::document::{Document, SubstitutionDest};
 use super::error::{DocumentRef, LayeringError};
-use super::path::JsonPath;
+use super::path::{JsonPath, Padding};
 use super::value::Value;
 
 /// A resolved substitution source: the document and its rendered data.
@@ -26,6 +26,7 @@ pub fn apply_substitutions<'a>(
     data: &mut Value,
     source: impl Fn(&str, &str) -> Option<SourceData<'a>>,
 ) -> Result<(), LayeringError> {
+    let mut padding = Padding::per_document();
     for substitution in &document.substitutions {
         let src = &substitution.src;
         let found = source(&src.schema, &src.name).ok_or_else(|| {
@@ -89,7 +90,8 @@ pub fn apply_substitutions<'a>(
         }
 
         for dest in &substitution.dests {
-            write_dest(data, &value, dest).map_err(|details| unknown(&dest.path, details))?;
+            write_dest(data, &value, dest, &mut padding)
+                .map_err(|details| unknown(&dest.path, details))?;
         }
     }
     Ok(())
@@ -97,7 +99,12 @@ pub fn apply_substitutions<'a>(
 
 /// Writes `value` into `data` at one destination; the error is the detail
 /// text of an `UnknownSubstitutionError`.
-fn write_dest(data: &mut Value, value: &Value, dest: &SubstitutionDest) -> Result<(), String> {
+fn write_dest(
+    data: &mut Value,
+    value: &Value,
+    dest: &SubstitutionDest,
+    padding: &mut Padding,
+) -> Result<(), String> {
     let text = if dest.path == "." {
         "$"
     } else {
@@ -112,12 +119,14 @@ fn write_dest(data: &mut Value, value: &Value, dest: &SubstitutionDest) -> Resul
     let path = JsonPath::parse(text).map_err(|error| error.to_string())?;
     let Some(pattern) = &dest.pattern else {
         return path
-            .write(data, value.clone())
+            .write(data, value.clone(), padding)
             .map_err(|error| error.to_string());
     };
     let regex = Regex::new(pattern).map_err(|error| format!("dest.pattern: {error}"))?;
     let replacement = value.python_str();
-    let slot = path.slot_mut(data).map_err(|error| error.to_string())?;
+    let slot = path
+        .slot_mut(data, padding)
+        .map_err(|error| error.to_string())?;
     let not_a_string = |found: &Value| {
         format!(
             "dest.pattern {pattern} needs a string at {}, found a {}",

@@ -10,6 +10,8 @@
 //! with `dest.pattern`).
 
 use std::collections::HashMap;
+
+use crate::yaml::alias::AliasBudget;
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
@@ -312,36 +314,52 @@ impl Value {
     }
 
     /// Converts a YAML node (a document node is unwrapped) into a value.
-    /// Aliases are expanded to copies of their anchored value; an alias to
-    /// an unknown anchor becomes null.
-    pub fn from_node(node: &Node) -> Value {
+    /// Aliases are expanded to copies of their anchored value, within
+    /// go-yaml's aliasing budget (a few bytes of nested aliases must not
+    /// expand into gigabytes); an alias to an unknown anchor becomes null.
+    pub fn from_node(node: &Node) -> Result<Value, &'static str> {
         let mut anchors = HashMap::new();
-        Value::from_node_with(node.root(), &mut anchors)
+        let mut budget = AliasBudget::default();
+        Value::from_node_with(node.root(), &mut anchors, &mut budget).map(|(value, _)| value)
     }
 
-    fn from_node_with(node: &Node, anchors: &mut HashMap<String, Value>) -> Value {
-        let value = match node.kind {
+    /// The value and how many values it is made of.
+    fn from_node_with(
+        node: &Node,
+        anchors: &mut HashMap<String, (Value, usize)>,
+        budget: &mut AliasBudget,
+    ) -> Result<(Value, usize), &'static str> {
+        let (value, size) = match node.kind {
             NodeKind::Document => match node.content.first() {
-                Some(root) => Value::from_node_with(root, anchors),
-                None => Value::Null,
+                Some(root) => Value::from_node_with(root, anchors, budget)?,
+                None => (Value::Null, 1),
             },
-            NodeKind::Alias => anchors
-                .get(node.value.as_str())
-                .cloned()
-                .unwrap_or(Value::Null),
-            NodeKind::Scalar => Value::from_scalar(scalar_tag(node), &node.value),
-            NodeKind::Sequence => Value::Seq(
-                node.content
-                    .iter()
-                    .map(|item| Value::from_node_with(item, anchors))
-                    .collect(),
-            ),
+            NodeKind::Alias => match anchors.get(node.value.as_str()) {
+                Some((value, size)) => {
+                    budget.count(*size, true)?;
+                    (value.clone(), *size)
+                }
+                None => (Value::Null, 1),
+            },
+            NodeKind::Scalar => (Value::from_scalar(scalar_tag(node), &node.value), 1),
+            NodeKind::Sequence => {
+                let mut items = Vec::with_capacity(node.content.len());
+                let mut size = 1;
+                for item in &node.content {
+                    let (value, item_size) = Value::from_node_with(item, anchors, budget)?;
+                    items.push(value);
+                    size += item_size;
+                }
+                (Value::Seq(items), size)
+            }
             NodeKind::Mapping => {
                 let mut map =
                     Map::with_capacity_and_hasher(node.content.len() / 2, Default::default());
+                let mut size = 1;
                 for pair in node.content.chunks_exact(2) {
                     let (key_node, value_node) = (&pair[0], &pair[1]);
-                    let value = Value::from_node_with(value_node, anchors);
+                    let (value, value_size) = Value::from_node_with(value_node, anchors, budget)?;
+                    size += value_size;
                     let key = match key_node.kind {
                         NodeKind::Scalar => {
                             let key_tag = scalar_tag(key_node);
@@ -356,17 +374,24 @@ impl Value {
                         }
                         // Collection keys cannot be addressed by a path;
                         // keep their text form so nothing is lost silently.
-                        _ => Key::Str(Value::from_node_with(key_node, anchors).python_str()),
+                        _ => Key::Str(
+                            Value::from_node_with(key_node, anchors, budget)?
+                                .0
+                                .python_str(),
+                        ),
                     };
                     map.insert(key, value);
                 }
-                Value::Map(map)
+                (Value::Map(map), size)
             }
         };
-        if !node.anchor.is_empty() {
-            anchors.insert(node.anchor.to_string(), value.clone());
+        if node.kind != NodeKind::Alias {
+            budget.count(1, false)?;
         }
-        value
+        if !node.anchor.is_empty() {
+            anchors.insert(node.anchor.to_string(), (value.clone(), size));
+        }
+        Ok((value, size))
     }
 
     /// Converts the value into a YAML node for the encoder. Strings are
@@ -590,6 +615,25 @@ fn write_python_str_repr(text: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Aliases expand within go-yaml's budget: a 760-byte bomb (10^9 nodes
+    /// once expanded) is an error, not gigabytes.
+    #[test]
+    fn alias_bombs_are_refused() {
+        let mut text = String::from("l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..10 {
+            let previous = format!("*l{}", level - 1);
+            let items = vec![previous.as_str(); 10].join(", ");
+            text.push_str(&format!("l{level}: &l{level} [{items}]\n"));
+        }
+        let node = crate::yaml::parse_document(&text).unwrap().unwrap();
+        assert_eq!(
+            Value::from_node(&node),
+            Err(crate::yaml::alias::EXCESSIVE_ALIASING)
+        );
+        let modest = crate::yaml::parse_document("a: &a {b: 1}\nc: *a\n").unwrap().unwrap();
+        assert!(Value::from_node(&modest).is_ok());
+    }
 
     #[test]
     fn python_float_repr_matches_python() {

@@ -10,6 +10,7 @@
 //! builds nodes the way Go's struct marshaller styles them; `de` decodes typed
 //! config (Kptfile, function configs) from nodes with serde.
 
+pub mod alias;
 pub mod composer;
 pub mod de;
 pub mod emitter;

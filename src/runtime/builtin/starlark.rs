@@ -24,6 +24,8 @@ use starlark::values::list::{AllocList, ListRef};
 use starlark::values::structs::AllocStruct;
 use starlark::values::tuple::TupleRef;
 use starlark::values::{Heap, UnpackValue, Value};
+
+use crate::yaml::alias::AliasBudget;
 use starlark::{ErrorKind, PrintHandler};
 
 use super::sdk::{FUNCTION_FAILURE, FnResult, Outcome, ResourceList, split_api_version};
@@ -399,10 +401,7 @@ const MAX_DEPTH: usize = 1_000;
 struct ToValue<'v> {
     heap: Heap<'v>,
     anchors: HashMap<String, Node>,
-    /// Nodes converted, and of those reached through an alias (go-yaml's
-    /// `decodeCount` and `aliasCount`).
-    decoded: usize,
-    aliased: usize,
+    aliases: AliasBudget,
 }
 
 impl<'v> ToValue<'v> {
@@ -410,8 +409,7 @@ impl<'v> ToValue<'v> {
         ToValue {
             heap,
             anchors: HashMap::new(),
-            decoded: 0,
-            aliased: 0,
+            aliases: AliasBudget::default(),
         }
     }
 
@@ -423,14 +421,7 @@ impl<'v> ToValue<'v> {
         if depth > MAX_DEPTH {
             return Err(format!("resource nested deeper than {MAX_DEPTH} levels"));
         }
-        self.decoded += 1;
-        self.aliased += usize::from(via_alias);
-        if self.aliased > 100
-            && self.decoded > 1000
-            && self.aliased as f64 / self.decoded as f64 > allowed_alias_ratio(self.decoded)
-        {
-            return Err("yaml: document contains excessive aliasing".to_owned());
-        }
+        self.aliases.count(1, via_alias)?;
         if !node.anchor.is_empty() {
             self.anchors.insert(node.anchor.to_string(), node.clone());
         }
@@ -462,21 +453,6 @@ impl<'v> ToValue<'v> {
             },
             NodeKind::Scalar => scalar_to_value(node, heap),
         })
-    }
-}
-
-/// go-yaml v3's `allowedAliasRatio`: up to 400,000 decoded nodes almost
-/// any aliasing is fine, from 4,000,000 on at most 10%, linear between.
-fn allowed_alias_ratio(decoded: usize) -> f64 {
-    const LOW: f64 = 400_000.0;
-    const HIGH: f64 = 4_000_000.0;
-    let decoded = decoded as f64;
-    if decoded <= LOW {
-        0.99
-    } else if decoded >= HIGH {
-        0.10
-    } else {
-        0.99 - 0.89 * ((decoded - LOW) / (HIGH - LOW))
     }
 }
 
