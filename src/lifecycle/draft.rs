@@ -588,10 +588,17 @@ fn check_write_target(
     if !checked_parents.insert(parents.to_path_buf()) {
         return Ok(());
     }
-    let root_meta = std::fs::metadata(root).map_err(|error| LifecycleError::io(root, &error))?;
+    // A root that does not exist yet (`fn sink DIR`) is created inside its
+    // nearest existing ancestor, which then stands for it.
+    let Some((root_existing, root_meta)) = root
+        .ancestors()
+        .find_map(|dir| Some((dir.to_path_buf(), std::fs::metadata(dir).ok()?)))
+    else {
+        return Err(invalid("no parent directory of the package exists"));
+    };
     // The parents, from the root down: the deepest one that exists is where
     // the roll forward creates or renames.
-    let mut existing = root.to_path_buf();
+    let mut existing = root_existing;
     let mut dir = root.to_path_buf();
     for name in parents.components() {
         dir.push(name);
@@ -657,7 +664,7 @@ fn with_ancestors(dirs: &BTreeSet<PathBuf>, top: &Path) -> BTreeSet<PathBuf> {
     all
 }
 
-fn write_durably(
+pub(crate) fn write_durably(
     path: &Path,
     bytes: &[u8],
     permissions: Option<std::fs::Permissions>,
@@ -675,7 +682,7 @@ fn write_durably(
     Ok(())
 }
 
-fn sync_dir(dir: &Path) -> Result<(), LifecycleError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), LifecycleError> {
     if !fsync_enabled() {
         return Ok(());
     }
