@@ -534,3 +534,121 @@ fn a_bare_repository_can_be_shared() {
     assert_eq!(published.id(), "app/v1");
     assert_eq!(bob.files(&published).unwrap(), kptfile("app"));
 }
+
+/// SIGKILL at random instants of `draft`, `propose` and `approve` (the
+/// transitions that create one ref and remove another): after every kill
+/// the repository still holds each revision exactly once (none lost), and
+/// the next command goes through (no lock left that blocks it). At least
+/// 200 kills, or `KRENDER_RPKG_KILLS`.
+#[test]
+fn killed_transitions_lose_no_revision_and_leave_no_stuck_lock() {
+    use std::time::{Duration, Instant};
+    let kills_wanted: usize = std::env::var("KRENDER_RPKG_KILLS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(200);
+    let temp = tempfile::tempdir().unwrap();
+    let repo_dir = temp.path().join("repo");
+    let command = |args: &[&str]| {
+        let mut command = crate::support::krender_command();
+        command
+            .arg("rpkg")
+            .args(["--repo", "repo"])
+            .args(args)
+            .current_dir(temp.path())
+            .env("KRENDER_CONFIG", temp.path().join("no-render.toml"))
+            .env("KRENDER_FSYNC", "0")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        command
+    };
+    let run = |args: &[&str]| {
+        let output = command(args).output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    // A fixed-seed xorshift: the kill delays are reproducible.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next_delay = move |max_micros: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        Duration::from_micros(seed % max_micros)
+    };
+    let (code, stderr) = run(&["init", "app", "--workspace", "ws0"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    // How long a transition takes here, to aim the kills inside it.
+    let started = Instant::now();
+    let (code, stderr) = run(&["propose", "app/ws0"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = run(&["approve", "app/ws0"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let span = (started.elapsed().as_micros() as u64 / 2).max(2_000);
+
+    let states = |label: &str| -> Vec<(String, Lifecycle)> {
+        let repo = PackageRepo::open(&repo_dir).unwrap_or_else(|error| panic!("{label}: {error}"));
+        let mut seen: Vec<(String, Lifecycle)> = repo
+            .list()
+            .unwrap_or_else(|error| panic!("{label}: {error}"))
+            .into_iter()
+            .map(|revision| (revision.workspace, revision.lifecycle))
+            .collect();
+        seen.sort();
+        seen
+    };
+    let (mut kills, mut journals_left, mut ref_locks_left) = (0, 0, 0);
+    let mut workspace = 0;
+    while kills < kills_wanted {
+        workspace += 1;
+        let ws = format!("ws{workspace}");
+        let id = format!("app/{ws}");
+        for (args, done) in [
+            (vec!["draft", "app", "--workspace", ws.as_str()], Lifecycle::Draft),
+            (vec!["propose", id.as_str()], Lifecycle::Proposed),
+            (vec!["approve", id.as_str()], Lifecycle::Published),
+        ] {
+            let before = states("before");
+            let mut child = command(&args).spawn().unwrap();
+            std::thread::sleep(next_delay(span));
+            let _ = child.kill();
+            let _ = child.wait();
+            kills += 1;
+            journals_left += usize::from(repo_dir.join(".git/krender-rpkg-journal").exists());
+            ref_locks_left += usize::from(
+                std::fs::read_dir(repo_dir.join(".git/refs/heads/drafts/app"))
+                    .into_iter()
+                    .flatten()
+                    .chain(
+                        std::fs::read_dir(repo_dir.join(".git/refs/heads/proposed/app"))
+                            .into_iter()
+                            .flatten(),
+                    )
+                    .flatten()
+                    .any(|entry| entry.path().extension().is_some_and(|ext| ext == "lock")),
+            );
+            // Every earlier revision is still there, exactly once; the one
+            // being moved is in its old or its new state.
+            let after = states(&format!("after killing {args:?}"));
+            let others = |seen: &[(String, Lifecycle)]| -> Vec<(String, Lifecycle)> {
+                seen.iter().filter(|(w, _)| *w != ws).cloned().collect()
+            };
+            assert_eq!(others(&after), others(&before), "killing {args:?}");
+            let moved: Vec<&Lifecycle> = after.iter().filter(|(w, _)| *w == ws).map(|(_, l)| l).collect();
+            assert!(moved.len() <= 1, "{ws} twice after killing {args:?}: {after:?}");
+            // The command again, unkilled: it goes through, or finds it
+            // had gone through before the kill.
+            let (code, stderr) = run(&args);
+            let state = states("after the retry");
+            let now: Vec<&Lifecycle> = state.iter().filter(|(w, _)| *w == ws).map(|(_, l)| l).collect();
+            assert_eq!(now, [&done], "{args:?} exit {code:?}: {stderr}");
+        }
+    }
+    println!(
+        "rpkg kills: {kills}, a transition journal left by {journals_left}, ref .lock files by {ref_locks_left}"
+    );
+    // Opening the repository finished whatever the last kill interrupted.
+    states("at the end");
+    assert!(!repo_dir.join(".git/krender-rpkg-journal").exists());
+}

@@ -109,6 +109,25 @@ struct RefChange {
     new: Option<Oid>,
 }
 
+/// The file in the git directory naming a transition under way (see
+/// [`PackageRepo::transition`]).
+const TRANSITION_JOURNAL: &str = "krender-rpkg-journal";
+
+/// A transition under way: every ref it changes, with the target it found
+/// and the one it sets (`None`: absent), as hex object ids.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TransitionJournal {
+    reason: String,
+    refs: Vec<JournalRef>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct JournalRef {
+    name: String,
+    expected: Option<String>,
+    new: Option<String>,
+}
+
 impl PackageRepo {
     /// Opens the repository at or above `path`.
     pub fn open(path: &Path) -> Result<PackageRepo, LifecycleError> {
@@ -116,10 +135,27 @@ impl PackageRepo {
             path: path.to_path_buf(),
             message: error.message().to_owned(),
         })?;
-        Ok(PackageRepo {
+        let repo = PackageRepo {
             repo,
             path: path.to_path_buf(),
-        })
+        };
+        repo.finish_abandoned()?;
+        Ok(repo)
+    }
+
+    /// Finishes a transition whose writer died (its journal is there and
+    /// nobody holds the writer lock), so that readers too see each
+    /// revision once. A live writer's transition is left to it.
+    fn finish_abandoned(&self) -> Result<(), LifecycleError> {
+        if !self.git_dir().join(TRANSITION_JOURNAL).exists() {
+            return Ok(());
+        }
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        match super::lock::PackageLock::try_acquire(self.git_dir(), &command) {
+            Ok(_lock) => self.finish_interrupted(),
+            Err(LifecycleError::Locked { .. }) => Ok(()),
+            Err(error) => Err(error),
+        }
     }
 
     /// Opens the repository at `path`, creating it (with an empty first
@@ -622,32 +658,29 @@ impl PackageRepo {
         })
     }
 
-    /// Applies `changes` as one ref transaction: every ref is locked, then
-    /// checked against its expected target, then all are updated at once.
+    /// Applies `changes` so that no crash can lose a revision or leave a
+    /// lock behind:
+    ///
+    /// 1. Under the repository's krender lock (an flock, so a writer that
+    ///    died holds nothing), an interrupted transition is finished first
+    ///    and `.lock` files left on the refs by a dead writer are removed.
+    /// 2. Every ref is checked against its expected target.
+    /// 3. A journal naming the whole transition is written durably: the
+    ///    commit point.
+    /// 4. New and moved refs are written first, in one ref transaction, and
+    ///    only then are the refs the transition removes deleted: a crash in
+    ///    between leaves the journal, and the next transition (step 1)
+    ///    deletes them. libgit2's ref transaction is not atomic across refs,
+    ///    so a deletion ordered before a creation in one transaction could
+    ///    lose the revision.
     fn transition(
         &self,
         revision: &str,
         reason: &str,
         changes: Vec<RefChange>,
     ) -> Result<(), LifecycleError> {
-        let signature = self.signature()?;
-        let mut transaction = self
-            .repo
-            .transaction()
-            .map_err(|error| LifecycleError::git("start ref transaction", &error))?;
-        for change in &changes {
-            transaction.lock_ref(&change.name).map_err(|error| {
-                if matches!(error.code(), ErrorCode::Locked | ErrorCode::Exists) {
-                    LifecycleError::Conflict {
-                        revision: revision.to_owned(),
-                        expected: describe(change.expected),
-                        actual: format!("{} (being updated concurrently)", change.name),
-                    }
-                } else {
-                    LifecycleError::git(format!("lock {}", change.name), &error)
-                }
-            })?;
-        }
+        let _lock = self.writer_lock()?;
+        self.finish_interrupted()?;
         for change in &changes {
             let actual = self.ref_target(&change.name)?;
             if actual != change.expected {
@@ -658,19 +691,180 @@ impl PackageRepo {
                 });
             }
         }
-        for change in &changes {
-            let result = match change.new {
-                Some(target) => {
-                    transaction.set_target(&change.name, target, Some(&signature), reason)
+        let journal = TransitionJournal {
+            reason: reason.to_owned(),
+            refs: changes
+                .iter()
+                .map(|change| JournalRef {
+                    name: change.name.clone(),
+                    expected: change.expected.map(|oid| oid.to_string()),
+                    new: change.new.map(|oid| oid.to_string()),
+                })
+                .collect(),
+        };
+        self.write_journal(&journal)?;
+        self.apply_journal(&journal, revision)?;
+        self.remove_journal()
+    }
+
+    /// Where krender keeps its lock and transition journal: the git
+    /// directory.
+    fn git_dir(&self) -> &Path {
+        self.repo.path()
+    }
+
+    /// The repository's writer lock, waiting a little for another krender
+    /// writer (a second writer then finds the refs moved: a conflict).
+    fn writer_lock(&self) -> Result<super::lock::PackageLock, LifecycleError> {
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match super::lock::PackageLock::try_acquire(self.git_dir(), &command) {
+                Err(LifecycleError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
                 }
-                None => transaction.remove(&change.name),
-            };
-            result
-                .map_err(|error| LifecycleError::git(format!("update {}", change.name), &error))?;
+                other => return other,
+            }
         }
-        transaction
-            .commit()
-            .map_err(|error| LifecycleError::git(format!("{reason} {revision}"), &error))
+    }
+
+    /// Step 1 of [`PackageRepo::transition`]: under the writer lock, ref
+    /// `.lock` files are stale (their writer died holding them), and a
+    /// journal is a transition to finish.
+    fn finish_interrupted(&self) -> Result<(), LifecycleError> {
+        self.remove_stale_ref_locks()?;
+        let path = self.git_dir().join(TRANSITION_JOURNAL);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(error) => return Err(LifecycleError::io(&path, &error)),
+        };
+        match serde_json::from_slice::<TransitionJournal>(&bytes) {
+            Ok(journal) => {
+                tracing::warn!(reason = journal.reason, "finishing an interrupted transition");
+                self.apply_journal(&journal, "interrupted transition")?;
+            }
+            // A journal is renamed into place whole; a torn one was never
+            // published, so nothing of it happened.
+            Err(error) => tracing::warn!(%error, "dropping an unreadable transition journal"),
+        }
+        self.remove_journal()
+    }
+
+    /// Removes the `.lock` files git and libgit2 leave beside refs and
+    /// `packed-refs` when their writer dies.
+    fn remove_stale_ref_locks(&self) -> Result<(), LifecycleError> {
+        let git_dir = self.git_dir();
+        let packed = git_dir.join("packed-refs.lock");
+        if packed.exists() {
+            std::fs::remove_file(&packed).map_err(|error| LifecycleError::io(&packed, &error))?;
+        }
+        let mut pending = vec![git_dir.join("refs")];
+        while let Some(dir) = pending.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                    pending.push(path);
+                } else if path.extension().is_some_and(|ext| ext == "lock") {
+                    tracing::warn!(path = %path.display(), "removing a stale ref lock");
+                    std::fs::remove_file(&path)
+                        .map_err(|error| LifecycleError::io(&path, &error))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 4, idempotent (also how an interrupted transition is finished):
+    /// refs not yet at their new target are set, then the removed ones
+    /// that still point where the transition found them are deleted.
+    fn apply_journal(&self, journal: &TransitionJournal, revision: &str) -> Result<(), LifecycleError> {
+        let parse = |text: &Option<String>| -> Result<Option<Oid>, LifecycleError> {
+            text.as_deref()
+                .map(Oid::from_str)
+                .transpose()
+                .map_err(|error| LifecycleError::git("read transition journal", &error))
+        };
+        let mut sets = Vec::new();
+        let mut removes = Vec::new();
+        for entry in &journal.refs {
+            let (expected, new) = (parse(&entry.expected)?, parse(&entry.new)?);
+            let actual = self.ref_target(&entry.name)?;
+            match new {
+                Some(target) if actual != Some(target) => sets.push((&entry.name, target)),
+                None if actual.is_some() && actual == expected => removes.push(&entry.name),
+                _ => {}
+            }
+        }
+        let signature = self.signature()?;
+        for batch in [true, false] {
+            let names: Vec<&String> = if batch {
+                sets.iter().map(|(name, _)| *name).collect()
+            } else {
+                removes.clone()
+            };
+            if names.is_empty() {
+                continue;
+            }
+            let mut transaction = self
+                .repo
+                .transaction()
+                .map_err(|error| LifecycleError::git("start ref transaction", &error))?;
+            for name in &names {
+                transaction.lock_ref(name).map_err(|error| {
+                    if matches!(error.code(), ErrorCode::Locked | ErrorCode::Exists) {
+                        LifecycleError::Conflict {
+                            revision: revision.to_owned(),
+                            expected: "no other writer".to_owned(),
+                            actual: format!("{name} (being updated concurrently)"),
+                        }
+                    } else {
+                        LifecycleError::git(format!("lock {name}"), &error)
+                    }
+                })?;
+            }
+            if batch {
+                for (name, target) in &sets {
+                    transaction
+                        .set_target(name, *target, Some(&signature), &journal.reason)
+                        .map_err(|error| LifecycleError::git(format!("update {name}"), &error))?;
+                }
+            } else {
+                for name in &removes {
+                    transaction
+                        .remove(name)
+                        .map_err(|error| LifecycleError::git(format!("update {name}"), &error))?;
+                }
+            }
+            transaction.commit().map_err(|error| {
+                LifecycleError::git(format!("{} {revision}", journal.reason), &error)
+            })?;
+        }
+        Ok(())
+    }
+
+    fn write_journal(&self, journal: &TransitionJournal) -> Result<(), LifecycleError> {
+        let path = self.git_dir().join(TRANSITION_JOURNAL);
+        let temp = self.git_dir().join(format!("{TRANSITION_JOURNAL}.new"));
+        let bytes = serde_json::to_vec(journal).map_err(|error| LifecycleError::Io {
+            path: temp.clone(),
+            message: error.to_string(),
+        })?;
+        super::draft::write_durably(&temp, &bytes, None)?;
+        std::fs::rename(&temp, &path).map_err(|error| LifecycleError::io(&path, &error))?;
+        super::draft::sync_dir(self.git_dir())
+    }
+
+    fn remove_journal(&self) -> Result<(), LifecycleError> {
+        let path = self.git_dir().join(TRANSITION_JOURNAL);
+        match std::fs::remove_file(&path) {
+            Ok(()) => super::draft::sync_dir(self.git_dir()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(LifecycleError::io(&path, &error)),
+        }
     }
 
     fn published(&self, package: &str, number: u32) -> Result<Revision, LifecycleError> {
