@@ -652,3 +652,59 @@ fn killed_transitions_lose_no_revision_and_leave_no_stuck_lock() {
     states("at the end");
     assert!(!repo_dir.join(".git/krender-rpkg-journal").exists());
 }
+
+/// A truncated loose object (a crash of some other git writer, a full
+/// disk) made libgit2 spin forever in `pull` and `approve`; it is now an
+/// error naming the object's file, at once.
+#[test]
+fn a_truncated_object_is_an_error_not_a_hang() {
+    let (temp, repo) = repo();
+    let proposed = {
+        let draft = repo.create_package("app", "ws1", &kptfile("app")).unwrap();
+        repo.propose(&draft, None, &no_render).unwrap()
+    };
+    let git_dir = temp.path().join("repo/.git");
+    for id in [proposed.commit, {
+        let output = Command::new("git")
+            .args(["rev-parse", &format!("{}^{{tree}}", proposed.commit)])
+            .current_dir(temp.path().join("repo"))
+            .output()
+            .unwrap();
+        git2::Oid::from_str(String::from_utf8_lossy(&output.stdout).trim()).unwrap()
+    }] {
+        let hex = id.to_string();
+        let path = git_dir.join("objects").join(&hex[..2]).join(&hex[2..]);
+        let bytes = std::fs::read(&path).unwrap();
+        let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        permissions.set_readonly(false);
+        std::fs::set_permissions(&path, permissions).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    }
+    for args in [vec!["pull", "app/ws1", "work"], vec!["approve", "app/ws1"]] {
+        let mut child = crate::support::krender_command()
+            .arg("rpkg")
+            .args(["--repo", "repo"])
+            .args(&args)
+            .current_dir(temp.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > std::time::Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("{args:?} hung on a truncated object");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("corrupt git object"), "{args:?}: {stderr}");
+    }
+}

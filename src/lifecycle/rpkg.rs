@@ -256,10 +256,7 @@ impl PackageRepo {
 
     /// The package files of a revision.
     pub fn files(&self, revision: &Revision) -> Result<Files, LifecycleError> {
-        let commit = self.find_commit(revision.commit)?;
-        let tree = commit
-            .tree()
-            .map_err(|error| LifecycleError::git("read commit tree", &error))?;
+        let tree = self.commit_tree(revision.commit)?;
         let mut files = Files::new();
         if let Some(subtree) = self.package_tree(&tree, &revision.package)? {
             self.collect_files(&subtree, "", &mut files)?;
@@ -957,11 +954,7 @@ impl PackageRepo {
         message: &str,
     ) -> Result<Oid, LifecycleError> {
         let base_tree = match base {
-            Some(id) => Some(
-                self.find_commit(id)?
-                    .tree()
-                    .map_err(|error| LifecycleError::git("read tree", &error))?,
-            ),
+            Some(id) => Some(self.commit_tree(id)?),
             None => None,
         };
         let package_tree = self.write_tree(files)?;
@@ -1050,6 +1043,7 @@ impl PackageRepo {
                     self.collect_files(&subtree, &format!("{path}/"), files)?;
                 }
                 Some(ObjectType::Blob) => {
+                    self.check_loose_object(entry.id())?;
                     let blob = self
                         .repo
                         .find_blob(entry.id())
@@ -1063,15 +1057,60 @@ impl PackageRepo {
     }
 
     fn find_commit(&self, id: Oid) -> Result<git2::Commit<'_>, LifecycleError> {
+        self.check_loose_object(id)?;
         self.repo
             .find_commit(id)
             .map_err(|error| LifecycleError::git(format!("find commit {id}"), &error))
     }
 
     fn find_tree(&self, id: Oid) -> Result<Tree<'_>, LifecycleError> {
+        self.check_loose_object(id)?;
         self.repo
             .find_tree(id)
             .map_err(|error| LifecycleError::git(format!("find tree {id}"), &error))
+    }
+
+    /// The tree of the commit `id`.
+    fn commit_tree(&self, id: Oid) -> Result<Tree<'_>, LifecycleError> {
+        let tree = self.find_commit(id)?.tree_id();
+        self.find_tree(tree)
+    }
+
+    /// libgit2 (1.9.7 still) spins forever inflating a truncated loose
+    /// object. Before it reads one, the file (if the object is loose; packed
+    /// objects are checked by libgit2 itself) must inflate to its end: else
+    /// the repository is corrupt, and the error names the object's file.
+    fn check_loose_object(&self, id: Oid) -> Result<(), LifecycleError> {
+        let hex = id.to_string();
+        let path = self
+            .git_dir()
+            .join("objects")
+            .join(&hex[..2])
+            .join(&hex[2..]);
+        let Ok(compressed) = std::fs::read(&path) else {
+            return Ok(());
+        };
+        let corrupt = |reason: &str| LifecycleError::Io {
+            path: path.clone(),
+            message: format!("corrupt git object {hex}: {reason}"),
+        };
+        let mut inflater = flate2::Decompress::new(true);
+        let mut output = vec![0u8; 64 * 1024];
+        loop {
+            let (read_before, written_before) = (inflater.total_in(), inflater.total_out());
+            let offset = usize::try_from(read_before).unwrap_or(usize::MAX);
+            let input = compressed.get(offset..).unwrap_or_default();
+            let status = inflater
+                .decompress(input, &mut output, flate2::FlushDecompress::None)
+                .map_err(|error| corrupt(&error.to_string()))?;
+            if status == flate2::Status::StreamEnd {
+                return Ok(());
+            }
+            // No progress either way: the stream stops before its end.
+            if inflater.total_in() == read_before && inflater.total_out() == written_before {
+                return Err(corrupt("truncated"));
+            }
+        }
     }
 
     /// The configured git identity, or krender's when none is configured
