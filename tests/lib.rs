@@ -9,6 +9,7 @@ mod engine_cache;
 mod engine_incremental;
 mod engine_warm_cold;
 mod engine_watch;
+mod hostile;
 mod krm_wire;
 mod layering_cli;
 mod layering_conformance;
