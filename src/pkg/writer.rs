@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
 use crate::krm::resource;
+use crate::pkg::kptfile::KPTFILE_NAME;
 use crate::lifecycle::draft::{self, Changes};
 use crate::yaml::marshal::format_go_json_float;
 use crate::yaml::node::{Node, NodeKind, tag};
@@ -31,6 +32,15 @@ pub enum WriteError {
     InvalidPath {
         /// The offending annotation value.
         path: String,
+    },
+    /// Resources other than one Kptfile would be written to a `Kptfile`.
+    #[error("a Kptfile must hold exactly one resource of kind Kptfile, but {path} would hold: {kinds}")]
+    #[diagnostic(code(krender::pkg::not_a_kptfile))]
+    NotAKptfile {
+        /// The Kptfile's package-relative path.
+        path: String,
+        /// The kinds of the resources given that path.
+        kinds: String,
     },
     /// A value has no JSON form (NaN or infinity in a `.json` file).
     #[error("{path}: json: unsupported value: {value}")]
@@ -87,6 +97,22 @@ pub fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, Writ
             .or_else(|| resource::annotation(node, resource::LEGACY_INDEX))
             .and_then(|index| index.trim().parse::<i64>().ok());
         groups.entry(path).or_default().push((index, node));
+    }
+    // A function that gives another resource the path of a Kptfile would
+    // make the package unreadable (kpt writes it and its next render
+    // fails): refused before anything is written.
+    for (path, nodes) in &groups {
+        let is_kptfile = Path::new(path).file_name().is_some_and(|name| name == KPTFILE_NAME);
+        let kinds: Vec<&str> = nodes
+            .iter()
+            .map(|(_, node)| node.root().get_str(&["kind"]).unwrap_or_default())
+            .collect();
+        if is_kptfile && kinds != [KPTFILE_NAME] {
+            return Err(WriteError::NotAKptfile {
+                path: path.clone(),
+                kinds: kinds.join(", "),
+            });
+        }
     }
     // Files are encoded independently: in parallel, collected in path order
     // so the first error reported does not depend on scheduling.
@@ -394,6 +420,29 @@ fn write_json_string(value: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::{clean_relative_path, parse_go_int, write_json_string};
+
+    /// A resource given a Kptfile's path (a function's output) would make
+    /// the package unreadable: refused before anything is written.
+    #[test]
+    fn only_a_kptfile_goes_into_a_kptfile() {
+        let resource = |kind: &str, path: &str, index: &str| {
+            crate::yaml::parse_document(&format!(
+                "apiVersion: v1\nkind: {kind}\nmetadata:\n  name: x\n  annotations:\n    config.kubernetes.io/path: '{path}'\n    config.kubernetes.io/index: '{index}'\n"
+            ))
+            .unwrap()
+            .unwrap()
+        };
+        let kptfile = resource("Kptfile", "Kptfile", "0");
+        assert!(super::render_files(&[kptfile.clone()]).is_ok());
+        let error = super::render_files(&[kptfile, resource("ConfigMap", "Kptfile", "1")])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "a Kptfile must hold exactly one resource of kind Kptfile, but Kptfile would hold: Kptfile, ConfigMap"
+        );
+        assert!(super::render_files(&[resource("Secret", "sub/Kptfile", "0")]).is_err());
+    }
 
     #[test]
     fn paths_must_stay_inside() {
