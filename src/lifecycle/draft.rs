@@ -875,6 +875,26 @@ mod tests {
         assert_eq!(std::fs::read(root.join("real/x.yaml")).unwrap(), b"x\n");
     }
 
+    /// A symbolic link to a file is replaced by the new file (the commit
+    /// renames over the link), and what it pointed at is left alone: a
+    /// render never writes through a link to a file elsewhere.
+    #[test]
+    fn a_symlinked_file_is_replaced_not_written_through() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("pkg");
+        std::fs::create_dir_all(&root).unwrap();
+        let elsewhere = temp.path().join("elsewhere.yaml");
+        std::fs::write(&elsewhere, "kept\n").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("cm.yaml")).unwrap();
+        let mut changes = Changes::default();
+        changes.write("cm.yaml", "new\n");
+        commit(&root, &changes).unwrap();
+        let meta = std::fs::symlink_metadata(root.join("cm.yaml")).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(std::fs::read(root.join("cm.yaml")).unwrap(), b"new\n");
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), b"kept\n");
+    }
+
     #[test]
     fn reserved_and_escaping_paths_are_refused_before_anything_changes() {
         let temp = tempfile::tempdir().unwrap();
