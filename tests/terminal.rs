@@ -169,6 +169,18 @@ struct Scratch {
     cache: PathBuf,
 }
 
+impl Scratch {
+    /// `krender fn render --allow-exec --no-cache PKG` on a terminal.
+    fn render_on_terminal(&self) -> Terminal {
+        let pkg = self.pkg.to_str().expect("utf-8 path");
+        Terminal::krender(
+            &["fn", "render", "--allow-exec", "--no-cache", pkg],
+            &self.pkg,
+            &self.cache,
+        )
+    }
+}
+
 fn scratch(children: usize, function: &str) -> Scratch {
     let dir = tempfile::tempdir().expect("tempdir");
     let pkg = dir.path().join("pkg");
@@ -213,12 +225,7 @@ fn without_bar(screen: &str) -> bool {
 fn fn_render_on_a_terminal_finishes_and_draws_the_progress_bar() {
     // 40 packages × 50 ms of sleep: well past the bar's first tick.
     let work = scratch(40, "sh -c 'sleep 0.05; sed s/PLACEHOLDER/value/'");
-    let pkg = work.pkg.to_str().expect("utf-8 path");
-    let mut terminal = Terminal::krender(
-        &["fn", "render", "--allow-exec", "--no-cache", pkg],
-        &work.pkg,
-        &work.cache,
-    );
+    let mut terminal = work.render_on_terminal();
     assert_eq!(terminal.exit_code(), 0, "{}", terminal.screen());
     let screen = terminal.screen();
     assert!(screen.contains("rendering "), "no progress bar:\n{screen}");
@@ -269,12 +276,7 @@ fn ctrl_c_stops_a_render_promptly_and_writes_nothing() {
     let function = format!("sh -c 'echo $$ >> {}; exec sleep 30'", pid_file.display());
     let work = scratch(4, &function);
     let before: BTreeMap<String, Vec<u8>> = snapshot(&work.pkg);
-    let pkg = work.pkg.to_str().expect("utf-8 path");
-    let mut terminal = Terminal::krender(
-        &["fn", "render", "--allow-exec", "--no-cache", pkg],
-        &work.pkg,
-        &work.cache,
-    );
+    let mut terminal = work.render_on_terminal();
     // Every leaf function is running (the root's waits for them).
     let started = Instant::now();
     while pids(&pid_file).len() < 4 {
@@ -299,12 +301,7 @@ fn ctrl_c_stops_a_render_promptly_and_writes_nothing() {
 fn sigterm_stops_a_render_with_143() {
     let work = scratch(2, "sh -c 'sleep 30; cat'");
     let before = snapshot(&work.pkg);
-    let pkg = work.pkg.to_str().expect("utf-8 path");
-    let mut terminal = Terminal::krender(
-        &["fn", "render", "--allow-exec", "--no-cache", pkg],
-        &work.pkg,
-        &work.cache,
-    );
+    let mut terminal = work.render_on_terminal();
     std::thread::sleep(Duration::from_millis(500));
     // SAFETY: kill(2) on our own child's pid.
     unsafe {
@@ -320,12 +317,7 @@ fn sigterm_stops_a_render_with_143() {
 #[test]
 fn a_lock_left_by_a_killed_render_is_taken_over_with_a_message() {
     let work = scratch(1, "sh -c 'sleep 30; cat'");
-    let pkg = work.pkg.to_str().expect("utf-8 path");
-    let mut killed = Terminal::krender(
-        &["fn", "render", "--allow-exec", "--no-cache", pkg],
-        &work.pkg,
-        &work.cache,
-    );
+    let mut killed = work.render_on_terminal();
     let lock = work.pkg.join(".krender-lock");
     let started = Instant::now();
     while !lock.exists() {
@@ -340,11 +332,7 @@ fn a_lock_left_by_a_killed_render_is_taken_over_with_a_message() {
     assert!(lock.exists(), "SIGKILL leaves the lock file");
     let quick = "cat";
     package_tree(&work.pkg, 1, quick);
-    let mut again = Terminal::krender(
-        &["fn", "render", "--allow-exec", "--no-cache", pkg],
-        &work.pkg,
-        &work.cache,
-    );
+    let mut again = work.render_on_terminal();
     assert_eq!(again.exit_code(), 0, "{}", again.screen());
     assert!(again.screen().contains("took over the lock"), "{}", again.screen());
     assert!(!lock.exists());
