@@ -691,7 +691,10 @@ fn deeply_nested_input_renders_or_fails_cleanly() {
     assert_eq!(code, Some(0), "{stderr}");
     let rendered = std::fs::read_to_string(pkg.join("cm.yaml")).expect("read");
     assert!(rendered.contains("a: b"), "labels set");
-    assert!(rendered.contains(&"[".repeat(9_000)), "the sequence is kept");
+    assert!(
+        rendered.contains(&"[".repeat(9_000)),
+        "the sequence is kept"
+    );
 
     let pkg = temp.path().join("deeper");
     deep_package(&pkg, 10_001);
@@ -701,6 +704,9 @@ fn deeply_nested_input_renders_or_fails_cleanly() {
     assert!(stderr.contains("exceeded max depth of 10000"), "{stderr}");
     // Only the Kptfile's status is written, as kpt writes it.
     let after = snapshot(&pkg);
-    assert!(after.get("cm.yaml") == before.get("cm.yaml"), "cm.yaml changed");
+    assert!(
+        after.get("cm.yaml") == before.get("cm.yaml"),
+        "cm.yaml changed"
+    );
     assert_eq!(after.len(), before.len());
 }

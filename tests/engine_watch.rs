@@ -87,7 +87,10 @@ fn watch_rebuilds_what_changed_and_stops_on_sigint() {
     // Our own writes (the rendered files, the Kptfile's status) are not
     // changes: no rebuild follows.
     while let Ok(line) = lines.recv_timeout(Duration::from_secs(2)) {
-        assert!(!line.starts_with("[watch]"), "a rebuild for our own writes: {line}");
+        assert!(
+            !line.starts_with("[watch]"),
+            "a rebuild for our own writes: {line}"
+        );
     }
     std::fs::remove_file(&results_file).unwrap();
 

@@ -14,8 +14,24 @@ use proptest::prelude::*;
 /// block collections, anchors and aliases (some to unknown anchors).
 fn value(depth: u32) -> BoxedStrategy<String> {
     let scalar = prop::sample::select(vec![
-        "x", "1", "-0.5", "true", "null", "~", "''", "\"a b\"", "0x1F", "on", "[]", "{}",
-        "*a", "&a v", "!!str 3", "2001-12-14", "'\u{e9}'", "|\n  text",
+        "x",
+        "1",
+        "-0.5",
+        "true",
+        "null",
+        "~",
+        "''",
+        "\"a b\"",
+        "0x1F",
+        "on",
+        "[]",
+        "{}",
+        "*a",
+        "&a v",
+        "!!str 3",
+        "2001-12-14",
+        "'\u{e9}'",
+        "|\n  text",
     ])
     .prop_map(str::to_owned);
     if depth == 0 {
@@ -65,7 +81,9 @@ fn kptfile_text() -> impl Strategy<Value = String> {
 /// A layered document set: a policy and documents with parents, actions
 /// and substitutions between them, on paths that may not exist.
 fn layered_set() -> impl Strategy<Value = String> {
-    let path = prop::sample::select(vec![".", ".a", ".a.b", ".a[0]", ".a[3].b", ".x[12]", "a", ".a..b", "$.a"]);
+    let path = prop::sample::select(vec![
+        ".", ".a", ".a.b", ".a[0]", ".a[3].b", ".x[12]", "a", ".a..b", "$.a",
+    ]);
     let document = (
         prop::sample::select(vec!["g", "t", "s"]),
         prop::sample::select(vec!["one", "two", "three"]),
@@ -104,9 +122,12 @@ fn layered_set() -> impl Strategy<Value = String> {
 /// The Starlark builtin's ResourceList for `items` and a program that
 /// reads and writes every item.
 fn starlark_list(items: &[String]) -> String {
-    let mut list = String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n");
+    let mut list =
+        String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n");
     for item in items {
-        list.push_str(&format!("- {{apiVersion: v1, kind: ConfigMap, metadata: {{name: cm}}, data: {item}}}\n"));
+        list.push_str(&format!(
+            "- {{apiVersion: v1, kind: ConfigMap, metadata: {{name: cm}}, data: {item}}}\n"
+        ));
     }
     list.push_str("functionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: probe\n  data:\n    source: |\n      for r in ctx.resource_list['items']:\n        r['copy'] = r.get('data')\n");
     list
@@ -156,13 +177,24 @@ fn generated_inputs_reach_the_code() {
     let mut runner = TestRunner::deterministic();
     let (mut kptfiles, mut loaded, mut rendered, mut starlark_ok) = (0, 0, 0, 0);
     for _ in 0..200 {
-        let text = kptfile_text().new_tree(&mut runner).expect("sample").current();
-        kptfiles += usize::from(Kptfile::parse_bytes(text.as_bytes(), std::path::Path::new("/pkg")).is_ok());
-        let set = layered_set().new_tree(&mut runner).expect("sample").current();
+        let text = kptfile_text()
+            .new_tree(&mut runner)
+            .expect("sample")
+            .current();
+        kptfiles += usize::from(
+            Kptfile::parse_bytes(text.as_bytes(), std::path::Path::new("/pkg")).is_ok(),
+        );
+        let set = layered_set()
+            .new_tree(&mut runner)
+            .expect("sample")
+            .current();
         let file: Arc<str> = Arc::from("set.yaml");
         if let Ok(documents) = krender::layering::load_text(&set, &file) {
             loaded += 1;
-            let inputs: Vec<_> = documents.into_iter().map(|document| document.input).collect();
+            let inputs: Vec<_> = documents
+                .into_iter()
+                .map(|document| document.input)
+                .collect();
             rendered += usize::from(krender::layering::render(&inputs).is_ok());
         }
         let items = prop::collection::vec(value(4), 1..4)
@@ -181,6 +213,8 @@ fn generated_inputs_reach_the_code() {
                 .is_ok_and(|response| response.exit_code == 0),
         );
     }
-    println!("of 200: {kptfiles} Kptfiles decode, {loaded} sets load, {rendered} render, {starlark_ok} starlark runs succeed");
+    println!(
+        "of 200: {kptfiles} Kptfiles decode, {loaded} sets load, {rendered} render, {starlark_ok} starlark runs succeed"
+    );
     assert!(kptfiles > 0 && loaded > 20 && rendered > 0 && starlark_ok > 20);
 }

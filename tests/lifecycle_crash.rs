@@ -543,6 +543,9 @@ fn readers_never_read_over_an_unfinished_commit() {
             stderr.contains("has an unfinished commit that cannot be completed now"),
             "{args:?}: {stderr}"
         );
-        assert!(output.stdout.is_empty(), "{args:?} printed a half-written package");
+        assert!(
+            output.stdout.is_empty(),
+            "{args:?} printed a half-written package"
+        );
     }
 }

@@ -605,7 +605,10 @@ fn killed_transitions_lose_no_revision_and_leave_no_stuck_lock() {
         let ws = format!("ws{workspace}");
         let id = format!("app/{ws}");
         for (args, done) in [
-            (vec!["draft", "app", "--workspace", ws.as_str()], Lifecycle::Draft),
+            (
+                vec!["draft", "app", "--workspace", ws.as_str()],
+                Lifecycle::Draft,
+            ),
             (vec!["propose", id.as_str()], Lifecycle::Proposed),
             (vec!["approve", id.as_str()], Lifecycle::Published),
         ] {
@@ -635,13 +638,24 @@ fn killed_transitions_lose_no_revision_and_leave_no_stuck_lock() {
                 seen.iter().filter(|(w, _)| *w != ws).cloned().collect()
             };
             assert_eq!(others(&after), others(&before), "killing {args:?}");
-            let moved: Vec<&Lifecycle> = after.iter().filter(|(w, _)| *w == ws).map(|(_, l)| l).collect();
-            assert!(moved.len() <= 1, "{ws} twice after killing {args:?}: {after:?}");
+            let moved: Vec<&Lifecycle> = after
+                .iter()
+                .filter(|(w, _)| *w == ws)
+                .map(|(_, l)| l)
+                .collect();
+            assert!(
+                moved.len() <= 1,
+                "{ws} twice after killing {args:?}: {after:?}"
+            );
             // The command again, unkilled: it goes through, or finds it
             // had gone through before the kill.
             let (code, stderr) = run(&args);
             let state = states("after the retry");
-            let now: Vec<&Lifecycle> = state.iter().filter(|(w, _)| *w == ws).map(|(_, l)| l).collect();
+            let now: Vec<&Lifecycle> = state
+                .iter()
+                .filter(|(w, _)| *w == ws)
+                .map(|(_, l)| l)
+                .collect();
             assert_eq!(now, [&done], "{args:?} exit {code:?}: {stderr}");
         }
     }

@@ -46,7 +46,10 @@ impl Terminal {
         command.env("TERM", "xterm");
         command.env("KRENDER_CACHE_DIR", cache);
         command.env_remove("RUST_LOG");
-        let child = pty.slave.spawn_command(command).expect("spawns on the terminal");
+        let child = pty
+            .slave
+            .spawn_command(command)
+            .expect("spawns on the terminal");
         drop(pty.slave);
         let mut reader = pty.master.try_clone_reader().expect("terminal reader");
         let writer = pty.master.take_writer().expect("terminal writer");
@@ -77,7 +80,10 @@ impl Terminal {
     }
 
     fn screen(&self) -> String {
-        self.screen.lock().map(|screen| screen.clone()).unwrap_or_default()
+        self.screen
+            .lock()
+            .map(|screen| screen.clone())
+            .unwrap_or_default()
     }
 
     /// Waits until the screen shows `text` `count` times; panics with the
@@ -86,7 +92,10 @@ impl Terminal {
         let started = Instant::now();
         while self.screen().matches(text).count() < count {
             if started.elapsed() > DEADLINE {
-                panic!("no {count}× {text:?} on the terminal in {DEADLINE:?}:\n{}", self.screen());
+                panic!(
+                    "no {count}× {text:?} on the terminal in {DEADLINE:?}:\n{}",
+                    self.screen()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -256,12 +265,22 @@ fn fn_eval_on_a_terminal_finishes() {
     let work = scratch(3, "cat");
     let pkg = work.pkg.to_str().expect("utf-8 path");
     let mut terminal = Terminal::krender(
-        &["fn", "eval", pkg, "--exec", "sh -c 'sleep 0.5; sed s/PLACEHOLDER/evaluated/'"],
+        &[
+            "fn",
+            "eval",
+            pkg,
+            "--exec",
+            "sh -c 'sleep 0.5; sed s/PLACEHOLDER/evaluated/'",
+        ],
         &work.pkg,
         &work.cache,
     );
     assert_eq!(terminal.exit_code(), 0, "{}", terminal.screen());
-    assert!(terminal.screen().contains("[PASS]"), "{}", terminal.screen());
+    assert!(
+        terminal.screen().contains("[PASS]"),
+        "{}",
+        terminal.screen()
+    );
     let rendered = std::fs::read_to_string(work.pkg.join("child-002/cm.yaml")).expect("read");
     assert!(rendered.contains("value: evaluated"), "{rendered}");
 }
@@ -334,7 +353,11 @@ fn a_lock_left_by_a_killed_render_is_taken_over_with_a_message() {
     package_tree(&work.pkg, 1, quick);
     let mut again = work.render_on_terminal();
     assert_eq!(again.exit_code(), 0, "{}", again.screen());
-    assert!(again.screen().contains("took over the lock"), "{}", again.screen());
+    assert!(
+        again.screen().contains("took over the lock"),
+        "{}",
+        again.screen()
+    );
     assert!(!lock.exists());
 }
 
@@ -354,7 +377,12 @@ fn watch_rebuilds_once_per_edit_and_stops_on_ctrl_c() {
     assert!(terminal.screen().contains("6 of 6 package(s) re-run"));
     // Its own writes (every cm.yaml, the Kptfile status) are no change.
     std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(terminal.screen().matches("[watch] rebuilt").count(), 1, "{}", terminal.screen());
+    assert_eq!(
+        terminal.screen().matches("[watch] rebuilt").count(),
+        1,
+        "{}",
+        terminal.screen()
+    );
 
     let edited = work.pkg.join("child-003/cm.yaml");
     std::fs::write(
@@ -384,8 +412,7 @@ fn watch_rebuilds_once_per_edit_and_stops_on_ctrl_c() {
 fn ctrl_c_during_a_watch_rebuild_stops_it_promptly() {
     // Slow only once a resource says SLOW (the bracket keeps the Kptfile's
     // own copy of the command, also in the input, from matching).
-    let slow_on_demand =
-        "sh -c 'input=$(cat); case \"$input\" in *SL[O]W*) sleep 30;; esac; printf \"%s\\n\" \"$input\"'";
+    let slow_on_demand = "sh -c 'input=$(cat); case \"$input\" in *SL[O]W*) sleep 30;; esac; printf \"%s\\n\" \"$input\"'";
     let work = scratch(2, slow_on_demand);
     let pkg = work.pkg.to_str().expect("utf-8 path");
     let mut terminal = Terminal::krender(
@@ -407,7 +434,11 @@ fn ctrl_c_during_a_watch_rebuild_stops_it_promptly() {
     let pressed = Instant::now();
     terminal.press(b"\x03");
     assert_eq!(terminal.exit_code(), 130, "{}", terminal.screen());
-    assert!(pressed.elapsed() < Duration::from_secs(1), "took {:?}", pressed.elapsed());
+    assert!(
+        pressed.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        pressed.elapsed()
+    );
     let screen = terminal.screen();
     assert!(screen.contains("rebuild interrupted (SIGINT)"), "{screen}");
     assert!(!screen.contains("Exit code: -1"), "{screen}");

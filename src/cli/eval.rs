@@ -325,9 +325,8 @@ fn read_fn_config(path: &Path) -> Result<Node, String> {
     }
     let absolute = absolute(path);
     let bytes = std::fs::read(&absolute).map_err(|error| error.to_string())?;
-    let text = crate::pkg::reader::decode_text(&bytes).map_err(|reason| {
-        format!("{}: MalformedYAMLError: yaml: {reason}", absolute.display())
-    })?;
+    let text = crate::pkg::reader::decode_text(&bytes)
+        .map_err(|reason| format!("{}: MalformedYAMLError: yaml: {reason}", absolute.display()))?;
     let options = crate::pkg::reader::ReadOptions::default();
     let quoted = format!("{:?}", absolute.display().to_string());
     let mut resources = crate::pkg::reader::parse_file("", &absolute, &text, &options).map_err(
@@ -357,9 +356,8 @@ fn read_fn_config(path: &Path) -> Result<Node, String> {
 /// The resources of one file, annotated as the package reader does.
 fn read_single_file(path: &Path, name: &str) -> Result<Vec<Node>, String> {
     let bytes = std::fs::read(path).map_err(|error| format!("{}: {error}", path.display()))?;
-    let text = crate::pkg::reader::decode_text(&bytes).map_err(|reason| {
-        format!("{}: MalformedYAMLError: yaml: {reason}", path.display())
-    })?;
+    let text = crate::pkg::reader::decode_text(&bytes)
+        .map_err(|reason| format!("{}: MalformedYAMLError: yaml: {reason}", path.display()))?;
     let options = crate::pkg::reader::ReadOptions::default();
     crate::pkg::reader::parse_file(name, path, &text, &options).map_err(|error| error.to_string())
 }

@@ -15,11 +15,11 @@ use crate::engine::stamps::FileStamps;
 use crate::hydrate::{self, Output, RenderOptions, RenderOutcome, Report};
 use crate::pkg::kptfile::{DEFAULT_IMAGE_PREFIX, Kptfile, SAVE_ON_RENDER_FAILURE_ANNOTATION};
 use crate::runtime::builtin::split_image;
-use crate::runtime::{Evaluator, Executor, FunctionTarget};
 use crate::runtime::cancel::Cancel;
 use crate::runtime::chain::CONFIG_ENV;
 use crate::runtime::chain::{ChainOptions, exec_evaluator, image_evaluator};
 use crate::runtime::exec::ExecEvaluator;
+use crate::runtime::{Evaluator, Executor, FunctionTarget};
 
 /// Makes `path` absolute against the current directory, lexically (kpt does
 /// not resolve symlinks in the package path).
@@ -188,7 +188,7 @@ pub(super) fn run(
 /// After a render whose failing step ran as one of krender's builtins: a
 /// line saying so, and the `render.toml` entry that runs the real function
 /// instead (kpt's own lines all come before it).
-pub(super) fn builtin_hint(outcome: &RenderOutcome, image: &dyn Evaluator) -> Option<String> {
+fn builtin_hint(outcome: &RenderOutcome, image: &dyn Evaluator) -> Option<String> {
     let failed = outcome
         .mutation_steps
         .iter()
@@ -272,10 +272,7 @@ pub(super) fn render_context(
     });
     let (image, exec): (Arc<dyn Evaluator>, Arc<dyn Evaluator>) = match &caches {
         Some(caches) => (caches.image.clone(), caches.exec.clone()),
-        None => (
-            Arc::from(image_evaluator(&chain_options)),
-            Arc::new(exec),
-        ),
+        None => (Arc::from(image_evaluator(&chain_options)), Arc::new(exec)),
     };
     let context = RenderContext {
         root: root.to_path_buf(),

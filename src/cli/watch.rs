@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::args::WatchArgs;
-use super::signals::Interrupts;
 use super::render::{
     Caches, absolute, output_mode, print_report, render_context, resolve_package_path,
 };
+use super::signals::Interrupts;
 use crate::engine::session::RenderSession;
 use crate::hydrate::{self, Output, Report};
 use crate::layering::incremental::LayeringSession;

@@ -117,7 +117,8 @@ impl FileStamps {
             tracing::debug!(path = %path.display(), "own write of a file not read");
             return;
         };
-        self.own.insert(path.to_path_buf(), OwnWrite { written, read });
+        self.own
+            .insert(path.to_path_buf(), OwnWrite { written, read });
     }
 }
 

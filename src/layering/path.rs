@@ -65,7 +65,9 @@ pub enum PathError {
     },
     /// The document's writes would pad lists beyond
     /// [`MAX_PADDING_PER_DOCUMENT`] entries in all.
-    #[error("list index {index} would pad the document's lists beyond {MAX_PADDING_PER_DOCUMENT} entries in all")]
+    #[error(
+        "list index {index} would pad the document's lists beyond {MAX_PADDING_PER_DOCUMENT} entries in all"
+    )]
     PaddingBudget {
         /// The index.
         index: usize,

@@ -631,7 +631,9 @@ mod tests {
             Value::from_node(&node),
             Err(crate::yaml::alias::EXCESSIVE_ALIASING)
         );
-        let modest = crate::yaml::parse_document("a: &a {b: 1}\nc: *a\n").unwrap().unwrap();
+        let modest = crate::yaml::parse_document("a: &a {b: 1}\nc: *a\n")
+            .unwrap()
+            .unwrap();
         assert!(Value::from_node(&modest).is_ok());
     }
 

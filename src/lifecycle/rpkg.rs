@@ -738,7 +738,10 @@ impl PackageRepo {
         };
         match serde_json::from_slice::<TransitionJournal>(&bytes) {
             Ok(journal) => {
-                tracing::warn!(reason = journal.reason, "finishing an interrupted transition");
+                tracing::warn!(
+                    reason = journal.reason,
+                    "finishing an interrupted transition"
+                );
                 self.apply_journal(&journal, "interrupted transition")?;
             }
             // A journal is renamed into place whole; a torn one was never
@@ -778,7 +781,11 @@ impl PackageRepo {
     /// Step 4, idempotent (also how an interrupted transition is finished):
     /// refs not yet at their new target are set, then the removed ones
     /// that still point where the transition found them are deleted.
-    fn apply_journal(&self, journal: &TransitionJournal, revision: &str) -> Result<(), LifecycleError> {
+    fn apply_journal(
+        &self,
+        journal: &TransitionJournal,
+        revision: &str,
+    ) -> Result<(), LifecycleError> {
         let parse = |text: &Option<String>| -> Result<Option<Oid>, LifecycleError> {
             text.as_deref()
                 .map(Oid::from_str)

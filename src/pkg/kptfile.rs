@@ -503,12 +503,11 @@ impl Kptfile {
         }
         // Not lossily: a Kptfile go-yaml cannot read is an error, and
         // never rewritten (its status) with its bad bytes replaced.
-        let text = crate::pkg::reader::decode_text(bytes).map_err(|reason| {
-            KptfileError::Unreadable {
+        let text =
+            crate::pkg::reader::decode_text(bytes).map_err(|reason| KptfileError::Unreadable {
                 dir: dir.to_path_buf(),
                 details: format!("yaml: {reason}"),
-            }
-        })?;
+            })?;
         let kptfile = Kptfile::parse(&text, dir)?;
         if let Ok(mut decoded) = DECODED.lock() {
             if decoded.len() >= DECODED_MAX {
@@ -546,7 +545,8 @@ impl Kptfile {
             None => ("", api_version),
         };
         if (group, version, kind) != ("kpt.dev", "v1", "Kptfile") {
-            if group == "kpt.dev" && kind == "Kptfile" && matches!(version, "v1alpha1" | "v1alpha2") {
+            if group == "kpt.dev" && kind == "Kptfile" && matches!(version, "v1alpha1" | "v1alpha2")
+            {
                 return Err(KptfileError::Legacy {
                     dir: dir.to_path_buf(),
                     version: version.to_owned(),
@@ -991,7 +991,11 @@ mod tests {
     #[test]
     fn only_kpt_dev_v1_kptfiles_decode() {
         let dir = Path::new("/pkg");
-        let unknown = |text: &str| Kptfile::parse(text, dir).map(|_| ()).map_err(|e| e.to_string());
+        let unknown = |text: &str| {
+            Kptfile::parse(text, dir)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
         assert_eq!(
             unknown("apiVersion: kpt.dev/v1\nkind: ConfigMap\nmetadata:\n  name: x\n"),
             Err("Kptfile at \"/pkg\" has an unknown resource type (\"kpt.dev/v1, Kind=ConfigMap\").".to_owned())
@@ -1002,7 +1006,10 @@ mod tests {
         );
         assert_eq!(
             unknown("apiVersion: v1\nkind: Kptfile\nmetadata:\n  name: x\n"),
-            Err("Kptfile at \"/pkg\" has an unknown resource type (\"/v1, Kind=Kptfile\").".to_owned())
+            Err(
+                "Kptfile at \"/pkg\" has an unknown resource type (\"/v1, Kind=Kptfile\")."
+                    .to_owned()
+            )
         );
         assert!(matches!(
             Kptfile::parse("apiVersion: kpt.dev/v1alpha2\nkind: Kptfile\n", dir),

@@ -487,13 +487,34 @@ mod tests {
     #[test]
     fn invalid_text_gives_go_yamls_reason() {
         use super::decode_text;
-        assert_eq!(decode_text(b"# caf\xe9\na: b\n"), Err("invalid trailing UTF-8 octet"));
-        assert_eq!(decode_text(b"# caf\xe9\n"), Err("incomplete UTF-8 octet sequence"));
-        assert_eq!(decode_text(b"a: \xff\n"), Err("invalid leading UTF-8 octet"));
-        assert_eq!(decode_text(b"a: \xc3"), Err("incomplete UTF-8 octet sequence"));
-        assert_eq!(decode_text(b"a: \xc0\x80"), Err("invalid length of a UTF-8 sequence"));
-        assert_eq!(decode_text(b"a: \xed\xa0\x80"), Err("invalid Unicode character"));
-        assert_eq!(decode_text("a: café\n".as_bytes()).as_deref(), Ok("a: café\n"));
+        assert_eq!(
+            decode_text(b"# caf\xe9\na: b\n"),
+            Err("invalid trailing UTF-8 octet")
+        );
+        assert_eq!(
+            decode_text(b"# caf\xe9\n"),
+            Err("incomplete UTF-8 octet sequence")
+        );
+        assert_eq!(
+            decode_text(b"a: \xff\n"),
+            Err("invalid leading UTF-8 octet")
+        );
+        assert_eq!(
+            decode_text(b"a: \xc3"),
+            Err("incomplete UTF-8 octet sequence")
+        );
+        assert_eq!(
+            decode_text(b"a: \xc0\x80"),
+            Err("invalid length of a UTF-8 sequence")
+        );
+        assert_eq!(
+            decode_text(b"a: \xed\xa0\x80"),
+            Err("invalid Unicode character")
+        );
+        assert_eq!(
+            decode_text("a: café\n".as_bytes()).as_deref(),
+            Ok("a: café\n")
+        );
     }
 
     /// kyaml sets the reader annotations through `metadata.annotations`;
@@ -518,7 +539,9 @@ mod tests {
             read("apiVersion: v1\nkind: ConfigMap\nmetadata: 5\n"),
             Err("/pkg/cm.yaml: wrong node kind: expected MappingNode but got ScalarNode: node contents:\n5\n".to_owned())
         );
-        assert!(read("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n").is_ok());
+        assert!(
+            read("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n").is_ok()
+        );
     }
 
     #[test]

@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
 use crate::krm::resource;
-use crate::pkg::kptfile::KPTFILE_NAME;
 use crate::lifecycle::draft::{self, Changes};
+use crate::pkg::kptfile::KPTFILE_NAME;
 use crate::yaml::marshal::format_go_json_float;
 use crate::yaml::node::{Node, NodeKind, tag};
 use crate::yaml::{Encoder, SeqIndent};
@@ -34,7 +34,9 @@ pub enum WriteError {
         path: String,
     },
     /// Resources other than one Kptfile would be written to a `Kptfile`.
-    #[error("a Kptfile must hold exactly one resource of kind Kptfile, but {path} would hold: {kinds}")]
+    #[error(
+        "a Kptfile must hold exactly one resource of kind Kptfile, but {path} would hold: {kinds}"
+    )]
     #[diagnostic(code(krender::pkg::not_a_kptfile))]
     NotAKptfile {
         /// The Kptfile's package-relative path.
@@ -102,7 +104,9 @@ pub fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, Writ
     // make the package unreadable (kpt writes it and its next render
     // fails): refused before anything is written.
     for (path, nodes) in &groups {
-        let is_kptfile = Path::new(path).file_name().is_some_and(|name| name == KPTFILE_NAME);
+        let is_kptfile = Path::new(path)
+            .file_name()
+            .is_some_and(|name| name == KPTFILE_NAME);
         let kinds: Vec<&str> = nodes
             .iter()
             .map(|(_, node)| node.root().get_str(&["kind"]).unwrap_or_default())

@@ -11,9 +11,7 @@ use super::cancel::Cancel;
 use super::config::{ConfigError, FunctionTable, Route};
 use super::container::ContainerEvaluator;
 use super::exec::{ExecEvaluator, run_process};
-use super::{
-    EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget,
-};
+use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget};
 
 /// Environment variable naming the function table; without it
 /// `render.toml` in the working directory is used when present.
@@ -32,7 +30,10 @@ pub struct ChainOptions {
 /// (`$KRENDER_CONFIG`, else `./render.toml`, else the defaults: builtins for
 /// the functions krender implements, a container engine for the rest).
 pub fn image_evaluator(options: &ChainOptions) -> Box<dyn Evaluator> {
-    Box::new(ImageEvaluator::new(FunctionTable::load(&table_path()), options))
+    Box::new(ImageEvaluator::new(
+        FunctionTable::load(&table_path()),
+        options,
+    ))
 }
 
 /// The evaluator for `exec:` steps, with the deadlines the function table
@@ -104,15 +105,13 @@ impl Evaluator for ImageEvaluator {
                 Box::new(self.container(None)),
             ])
             .evaluate(&request),
-            Route::Executable(path) => {
-                run_process(
+            Route::Executable(path) => run_process(
                 &path.to_string_lossy(),
                 &[],
                 request.input,
                 request.timeout,
                 &self.cancel,
-            )
-            }
+            ),
             Route::Container { pull_policy } => self.container(pull_policy).evaluate(&request),
         }
     }

@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::cancel::Cancel;
 use super::exec::run_process;
-use super::{
-    EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget,
-};
+use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget};
 
 /// Runs `image:` functions in containers.
 #[derive(Clone, Debug, Default)]
@@ -99,9 +97,10 @@ impl Evaluator for ContainerEvaluator {
             return None;
         };
         Some(Executor::Container {
-            engine: self
-                .engine()
-                .map_or_else(|| "no engine".to_owned(), |engine| engine.display().to_string()),
+            engine: self.engine().map_or_else(
+                || "no engine".to_owned(),
+                |engine| engine.display().to_string(),
+            ),
             image: image.to_owned(),
         })
     }

@@ -16,9 +16,7 @@ use std::time::Duration;
 
 use super::cancel::Cancel;
 use super::config::FunctionTable;
-use super::{
-    EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget,
-};
+use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget};
 
 /// Runs `exec:` functions as child processes.
 #[derive(Clone, Debug, Default)]

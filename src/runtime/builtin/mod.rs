@@ -10,9 +10,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
-use super::{
-    EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget,
-};
+use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget};
 use crate::krm::resource_list::encode_function_input;
 use crate::yaml::node::Node;
 

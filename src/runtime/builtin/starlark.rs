@@ -104,10 +104,13 @@ fn execute_on_own_stack(
                 (result, printed.into_inner())
             });
         match evaluation {
-            Ok(handle) => handle.join().unwrap_or_else(|_| {
-                (Err("builtin starlark panicked".to_owned()), String::new())
-            }),
-            Err(error) => (Err(format!("cannot start starlark: {error}")), String::new()),
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|_| (Err("builtin starlark panicked".to_owned()), String::new())),
+            Err(error) => (
+                Err(format!("cannot start starlark: {error}")),
+                String::new(),
+            ),
         }
     })
 }
@@ -913,7 +916,10 @@ mod engine_tests {
     fn deep_and_self_containing_values_are_errors() {
         let deep = "l = []\nfor i in range(5000):\n    l = [l]\nctx.resource_list['items'][0]['data'] = {'x': l}\n";
         let error = run_on(vec![config_map("a")], deep).expect_err("too deep");
-        assert!(error.starts_with("starlark value nested deeper than 1000 levels"), "{error}");
+        assert!(
+            error.starts_with("starlark value nested deeper than 1000 levels"),
+            "{error}"
+        );
         let cycle = "x = []\nx.append(x)\nctx.resource_list['items'][0]['data'] = {'x': x}\n";
         let error = run_on(vec![config_map("a")], cycle).expect_err("contains itself");
         assert!(error.contains("(or containing itself)"), "{error}");
@@ -930,7 +936,9 @@ mod engine_tests {
     /// gigabytes of values.
     #[test]
     fn alias_bombs_are_refused_as_go_yaml_refuses_them() {
-        let mut bomb = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n  l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+        let mut bomb = String::from(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n  l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n",
+        );
         for level in 1..9 {
             let previous = level - 1;
             bomb.push_str(&format!(
