@@ -438,6 +438,14 @@ impl<'v> ToValue<'v> {
                 let mut entries = Vec::with_capacity(node.content.len() / 2);
                 for (key, value) in node.pairs() {
                     let key = self.value(key, depth + 1, via_alias)?;
+                    // A mapping or list as a key has no dict form (starlark
+                    // would panic building the dict).
+                    if key.get_hashed().is_err() {
+                        return Err(format!(
+                            "resource has a {} as a mapping key",
+                            key.get_type()
+                        ));
+                    }
                     let value = self.value(value, depth + 1, via_alias)?;
                     entries.push((key, value));
                 }
@@ -930,6 +938,21 @@ mod engine_tests {
         let growing = "l = []\nfor i in range(100000000):\n    l.append('x' * 64 + str(i))\n";
         let error = run_on(vec![config_map("a")], growing).expect_err("bounded");
         assert!(error.contains("Heap memory limit"), "{error}");
+    }
+
+    /// Found by the `starlark` fuzz target: a collection as a mapping key
+    /// made starlark panic building the dict.
+    #[test]
+    fn collection_keys_are_an_error() {
+        let node = crate::yaml::parse_document("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k\ndata:\n  ? {a: b}\n  : c\n")
+            .expect("parses")
+            .expect("a document")
+            .root()
+            .clone();
+        assert_eq!(
+            run_on(vec![node], "x = 1\n"),
+            Err("resource has a dict as a mapping key".to_owned())
+        );
     }
 
     /// go-yaml's aliasing rule: a few bytes of aliases do not expand into
