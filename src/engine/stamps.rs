@@ -194,6 +194,24 @@ mod tests {
         bytes
     }
 
+    /// A render's own write reads as the input it was rendered from, as
+    /// long as the file holds exactly what was written; any other content
+    /// is read as it is.
+    #[test]
+    fn own_writes_read_as_their_input_until_the_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cm.yaml");
+        std::fs::write(&path, "value: PLACEHOLDER\n").unwrap();
+        let mut stamps = FileStamps::default();
+        assert_eq!(&*scan(&mut stamps, &path), b"value: PLACEHOLDER\n");
+        let rendered = b"value: rendered\n";
+        std::fs::write(&path, rendered).unwrap();
+        stamps.own_write(&path, blake3::hash(rendered));
+        assert_eq!(&*scan(&mut stamps, &path), b"value: PLACEHOLDER\n");
+        std::fs::write(&path, "value: edited\n").unwrap();
+        assert_eq!(&*scan(&mut stamps, &path), b"value: edited\n");
+    }
+
     #[test]
     fn an_old_unchanged_file_is_not_read_again_and_a_changed_one_is() {
         let dir = tempfile::tempdir().unwrap();
