@@ -296,9 +296,10 @@ fn ctrl_c_stops_a_render_promptly_and_writes_nothing() {
     let work = scratch(4, &function);
     let before: BTreeMap<String, Vec<u8>> = snapshot(&work.pkg);
     let mut terminal = work.render_on_terminal();
-    // Every leaf function is running (the root's waits for them).
+    // Functions are running (as many as there are workers; the root's
+    // waits for them).
     let started = Instant::now();
-    while pids(&pid_file).len() < 4 {
+    while pids(&pid_file).is_empty() {
         assert!(started.elapsed() < DEADLINE, "functions never started");
         std::thread::sleep(Duration::from_millis(20));
     }
