@@ -188,6 +188,16 @@ impl Scratch {
             &self.cache,
         )
     }
+
+    /// `krender watch --allow-exec --debounce-ms DEBOUNCE PKG` on a terminal.
+    fn watch_on_terminal(&self, debounce: &str) -> Terminal {
+        let pkg = self.pkg.to_str().expect("utf-8 path");
+        Terminal::krender(
+            &["watch", "--allow-exec", "--debounce-ms", debounce, pkg],
+            &self.pkg,
+            &self.cache,
+        )
+    }
 }
 
 fn scratch(children: usize, function: &str) -> Scratch {
@@ -368,12 +378,7 @@ fn a_lock_left_by_a_killed_render_is_taken_over_with_a_message() {
 #[test]
 fn watch_rebuilds_once_per_edit_and_stops_on_ctrl_c() {
     let work = scratch(5, "sed s/PLACEHOLDER/value/");
-    let pkg = work.pkg.to_str().expect("utf-8 path");
-    let mut terminal = Terminal::krender(
-        &["watch", "--allow-exec", "--debounce-ms", "100", pkg],
-        &work.pkg,
-        &work.cache,
-    );
+    let mut terminal = work.watch_on_terminal("100");
     terminal.wait_for("[watch] rebuilt", 1);
     assert!(terminal.screen().contains("6 of 6 package(s) re-run"));
     // Its own writes (every cm.yaml, the Kptfile status) are no change.
@@ -415,12 +420,7 @@ fn ctrl_c_during_a_watch_rebuild_stops_it_promptly() {
     // own copy of the command, also in the input, from matching).
     let slow_on_demand = "sh -c 'input=$(cat); case \"$input\" in *SL[O]W*) sleep 30;; esac; printf \"%s\\n\" \"$input\"'";
     let work = scratch(2, slow_on_demand);
-    let pkg = work.pkg.to_str().expect("utf-8 path");
-    let mut terminal = Terminal::krender(
-        &["watch", "--allow-exec", "--debounce-ms", "50", pkg],
-        &work.pkg,
-        &work.cache,
-    );
+    let mut terminal = work.watch_on_terminal("50");
     terminal.wait_for("[watch] rebuilt", 1);
     std::thread::sleep(Duration::from_millis(500));
     let edited = work.pkg.join("child-001/cm.yaml");

@@ -181,6 +181,15 @@ fn go_io_text(error: &std::io::Error) -> String {
 mod tests {
     use super::*;
 
+    /// A request to run `command` on empty input within `timeout`.
+    fn exec_request(command: &str, timeout: Duration) -> FunctionRequest<'_> {
+        FunctionRequest {
+            target: FunctionTarget::Exec(command),
+            input: b"",
+            timeout,
+        }
+    }
+
     fn run(command: &str, input: &[u8]) -> FunctionResponse {
         let request = FunctionRequest {
             target: FunctionTarget::Exec(command),
@@ -242,11 +251,7 @@ mod tests {
 
     #[test]
     fn missing_program_is_an_error() {
-        let request = FunctionRequest {
-            target: FunctionTarget::Exec("/nonexistent/fn"),
-            input: b"",
-            timeout: Duration::from_secs(5),
-        };
+        let request = exec_request("/nonexistent/fn", Duration::from_secs(5));
         assert!(matches!(
             ExecEvaluator::default().evaluate(&request),
             Err(EvalError::ExecutionFailed(_))
@@ -255,11 +260,7 @@ mod tests {
 
     #[test]
     fn deadline_kills_the_child() {
-        let request = FunctionRequest {
-            target: FunctionTarget::Exec("sleep 5"),
-            input: b"",
-            timeout: Duration::from_millis(100),
-        };
+        let request = exec_request("sleep 5", Duration::from_millis(100));
         assert!(matches!(
             ExecEvaluator::default().evaluate(&request),
             Err(EvalError::TimedOut(_))
@@ -282,11 +283,10 @@ mod tests {
     /// Same, past the deadline: the child is killed.
     #[test]
     fn deadline_kills_a_child_that_closed_stdout() {
-        let request = FunctionRequest {
-            target: FunctionTarget::Exec("sh -c 'exec >&- 2>&-; exec sleep 5'"),
-            input: b"",
-            timeout: Duration::from_millis(150),
-        };
+        let request = exec_request(
+            "sh -c 'exec >&- 2>&-; exec sleep 5'",
+            Duration::from_millis(150),
+        );
         assert!(matches!(
             ExecEvaluator::default().evaluate(&request),
             Err(EvalError::TimedOut(_))
@@ -298,11 +298,10 @@ mod tests {
     #[test]
     fn deadline_kills_the_whole_process_group() {
         let started = std::time::Instant::now();
-        let request = FunctionRequest {
-            target: FunctionTarget::Exec("sh -c 'sleep 1000 & sleep 1001'"),
-            input: b"",
-            timeout: Duration::from_millis(200),
-        };
+        let request = exec_request(
+            "sh -c 'sleep 1000 & sleep 1001'",
+            Duration::from_millis(200),
+        );
         assert!(matches!(
             ExecEvaluator::default().evaluate(&request),
             Err(EvalError::TimedOut(_))
@@ -332,11 +331,7 @@ mod tests {
             cancel.cancel();
         });
         let started = std::time::Instant::now();
-        let request = FunctionRequest {
-            target: FunctionTarget::Exec("sh -c 'sleep 1000 & sleep 1001'"),
-            input: b"",
-            timeout: Duration::from_secs(60),
-        };
+        let request = exec_request("sh -c 'sleep 1000 & sleep 1001'", Duration::from_secs(60));
         assert_eq!(evaluator.evaluate(&request), Err(EvalError::Interrupted));
         assert!(started.elapsed() < Duration::from_secs(5));
         tripper.join().expect("tripper");

@@ -944,11 +944,13 @@ mod engine_tests {
     /// made starlark panic building the dict.
     #[test]
     fn collection_keys_are_an_error() {
-        let node = crate::yaml::parse_document("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k\ndata:\n  ? {a: b}\n  : c\n")
-            .expect("parses")
-            .expect("a document")
-            .root()
-            .clone();
+        let node = crate::yaml::parse_document(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k\ndata:\n  ? {a: b}\n  : c\n",
+        )
+        .expect("parses")
+        .expect("a document")
+        .root()
+        .clone();
         assert_eq!(
             run_on(vec![node], "x = 1\n"),
             Err("resource has a dict as a mapping key".to_owned())
