@@ -11,6 +11,7 @@
 //! config (Kptfile, function configs) from nodes with serde.
 
 pub mod alias;
+pub(crate) mod binary;
 pub mod composer;
 pub mod de;
 pub mod emitter;

@@ -76,6 +76,11 @@ impl Style {
     pub fn bits(self) -> u8 {
         self.0
     }
+
+    /// The style with the raw bits `bits` (unknown bits dropped).
+    pub(crate) fn from_bits(bits: u8) -> Style {
+        Style(bits & 63)
+    }
 }
 
 impl std::ops::BitOr for Style {
@@ -133,12 +138,15 @@ pub mod tag {
     /// `!!map`
     pub const MAP: &str = "!!map";
 
+    /// The tags a node stores as borrowed statics (the binary form writes
+    /// them as their index).
+    pub(crate) const KNOWN: [&str; 12] = [
+        "", STR, INT, FLOAT, BOOL, NULL, TIMESTAMP, BINARY, MERGE, SEQ, MAP, "!!set",
+    ];
+
     /// `tag` as a node stores it: a borrowed static for the well-known
     /// tags and the empty tag, an owned copy otherwise.
     pub fn intern(tag: &str) -> Cow<'static, str> {
-        const KNOWN: [&str; 12] = [
-            "", STR, INT, FLOAT, BOOL, NULL, TIMESTAMP, BINARY, MERGE, SEQ, MAP, "!!set",
-        ];
         match KNOWN.iter().find(|known| **known == tag) {
             Some(known) => Cow::Borrowed(known),
             None => Cow::Owned(tag.to_owned()),

@@ -1,0 +1,272 @@
+//! A compact binary form of [`Node`] lists, for the action cache: a cached
+//! package run's output is read back many times more often than it is
+//! written, and decoding this costs a fraction of parsing the YAML (no
+//! scanning, no implicit-tag resolution, no comment placement).
+//!
+//! Every field of a node is kept (positions included), so a decoded list is
+//! `==` to the encoded one. Both directions walk the tree with an explicit
+//! stack: nesting is bounded only by go-yaml's depth limit on the way in.
+//!
+//! Layout: the magic, a varint count of top-level nodes, then each node in
+//! pre-order: kind, style bits, a flags byte saying which optional texts
+//! follow, the tag (an index into [`tag::KNOWN`], or 255 and the text), the
+//! value, the present texts (anchor, head, line, foot comments), line,
+//! column and offset as varints, and the number of children.
+
+use std::borrow::Cow;
+
+use super::node::{CompactString, Node, NodeKind, Style, Text, tag};
+
+/// Magic prefix; bumped when the layout changes.
+const MAGIC: &[u8; 4] = b"KRN1";
+
+const HAS_ANCHOR: u8 = 1;
+const HAS_HEAD: u8 = 2;
+const HAS_LINE: u8 = 4;
+const HAS_FOOT: u8 = 8;
+const OTHER_TAG: u8 = u8::MAX;
+
+/// Encodes `nodes` (appending to `out`).
+pub(crate) fn encode(nodes: &[Node], out: &mut Vec<u8>) {
+    out.extend_from_slice(MAGIC);
+    put_varint(out, nodes.len() as u64);
+    let mut stack: Vec<std::slice::Iter<'_, Node>> = vec![nodes.iter()];
+    while let Some(top) = stack.last_mut() {
+        let Some(node) = top.next() else {
+            stack.pop();
+            continue;
+        };
+        put_node(out, node);
+        if !node.content.is_empty() {
+            stack.push(node.content.iter());
+        }
+    }
+}
+
+fn put_node(out: &mut Vec<u8>, node: &Node) {
+    out.push(match node.kind {
+        NodeKind::Document => 0,
+        NodeKind::Sequence => 1,
+        NodeKind::Mapping => 2,
+        NodeKind::Scalar => 3,
+        NodeKind::Alias => 4,
+    });
+    out.push(node.style.bits());
+    let texts = [
+        (HAS_ANCHOR, &node.anchor),
+        (HAS_HEAD, &node.head_comment),
+        (HAS_LINE, &node.line_comment),
+        (HAS_FOOT, &node.foot_comment),
+    ];
+    let flags = texts
+        .iter()
+        .filter(|(_, text)| !text.is_empty())
+        .fold(0, |flags, (bit, _)| flags | bit);
+    out.push(flags);
+    match tag::KNOWN.iter().position(|known| *known == node.tag) {
+        Some(index) => out.push(index as u8),
+        None => {
+            out.push(OTHER_TAG);
+            put_str(out, &node.tag);
+        }
+    }
+    put_str(out, &node.value);
+    for (_, text) in texts.iter().filter(|(_, text)| !text.is_empty()) {
+        put_str(out, text);
+    }
+    put_varint(out, u64::from(node.line));
+    put_varint(out, u64::from(node.column));
+    put_varint(out, u64::from(node.offset));
+    put_varint(out, node.content.len() as u64);
+}
+
+fn put_str(out: &mut Vec<u8>, text: &str) {
+    put_varint(out, text.len() as u64);
+    out.extend_from_slice(text.as_bytes());
+}
+
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Decodes what [`encode`] wrote at the start of `bytes`, returning the
+/// nodes and the bytes after them; `None` for anything malformed (a
+/// corrupt cache entry is recomputed, never served).
+pub(crate) fn decode(bytes: &[u8]) -> Option<(Vec<Node>, &[u8])> {
+    let mut input = Reader {
+        rest: bytes.strip_prefix(MAGIC.as_slice())?,
+    };
+    let count = input.count()?;
+    // Each open list, with the number of children it still expects.
+    let mut stack: Vec<(Vec<Node>, usize)> = vec![(Vec::with_capacity(count), count)];
+    loop {
+        let (list, expected) = stack.last_mut()?;
+        if list.len() == *expected {
+            let (done, _) = stack.pop()?;
+            match stack.last_mut() {
+                Some((parent, _)) => parent.last_mut()?.content = done,
+                None => return Some((done, input.rest)),
+            }
+            continue;
+        }
+        let (node, children) = input.node()?;
+        list.push(node);
+        if children > 0 {
+            stack.push((Vec::with_capacity(children), children));
+        }
+    }
+}
+
+struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn node(&mut self) -> Option<(Node, usize)> {
+        let kind = match self.byte()? {
+            0 => NodeKind::Document,
+            1 => NodeKind::Sequence,
+            2 => NodeKind::Mapping,
+            3 => NodeKind::Scalar,
+            4 => NodeKind::Alias,
+            _ => return None,
+        };
+        let style = Style::from_bits(self.byte()?);
+        let flags = self.byte()?;
+        let tag: Cow<'static, str> = match self.byte()? {
+            OTHER_TAG => Cow::Owned(self.str()?.to_owned()),
+            index => Cow::Borrowed(tag::KNOWN.get(usize::from(index))?),
+        };
+        let value = CompactString::from(self.str()?);
+        let mut text = |bit: u8| -> Option<Text> {
+            Some(if flags & bit != 0 {
+                Text::from(self.str()?)
+            } else {
+                Text::new()
+            })
+        };
+        let anchor = text(HAS_ANCHOR)?;
+        let head_comment = text(HAS_HEAD)?;
+        let line_comment = text(HAS_LINE)?;
+        let foot_comment = text(HAS_FOOT)?;
+        let line = u32::try_from(self.varint()?).ok()?;
+        let column = u32::try_from(self.varint()?).ok()?;
+        let offset = u32::try_from(self.varint()?).ok()?;
+        let children = self.count()?;
+        let node = Node {
+            kind,
+            style,
+            tag,
+            value,
+            anchor,
+            content: Vec::new(),
+            head_comment,
+            line_comment,
+            foot_comment,
+            line,
+            column,
+            offset,
+        };
+        Some((node, children))
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        let (first, rest) = self.rest.split_first()?;
+        self.rest = rest;
+        Some(*first)
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = self.byte()?;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    /// A count of items still to read: each takes at least one byte, so a
+    /// count larger than the input left is corrupt (and must not size an
+    /// allocation).
+    fn count(&mut self) -> Option<usize> {
+        let count = usize::try_from(self.varint()?).ok()?;
+        (count <= self.rest.len()).then_some(count)
+    }
+
+    fn str(&mut self) -> Option<&'a str> {
+        let len = usize::try_from(self.varint()?).ok()?;
+        if self.rest.len() < len {
+            return None;
+        }
+        let (text, rest) = self.rest.split_at(len);
+        self.rest = rest;
+        std::str::from_utf8(text).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::parse_documents;
+
+    const SAMPLE: &str = "# head\napiVersion: v1\nkind: ConfigMap # line\nmetadata:\n  name: &a x\n  labels: {app: \"q\", n: !custom 3}\ndata:\n  text: |\n    literal\n  ref: *a\n  list: [1, 2.5, ~, true]\n# foot\n---\nplain: 'single'\n";
+
+    #[test]
+    fn a_decoded_list_equals_the_encoded_one() {
+        let nodes = parse_documents(SAMPLE).unwrap();
+        let mut bytes = Vec::new();
+        encode(&nodes, &mut bytes);
+        bytes.extend_from_slice(b"tail");
+        let (decoded, rest) = decode(&bytes).unwrap();
+        assert_eq!(decoded, nodes);
+        assert_eq!(rest, b"tail");
+    }
+
+    #[test]
+    fn deep_nesting_round_trips_without_recursion() {
+        let depth = 200_000;
+        let mut node = Node::new_sequence();
+        for _ in 0..depth {
+            let mut outer = Node::new_sequence();
+            outer.content.push(node);
+            node = outer;
+        }
+        let nodes = vec![node];
+        let mut bytes = Vec::new();
+        encode(&nodes, &mut bytes);
+        let (decoded, _) = decode(&bytes).unwrap();
+        assert_eq!(decoded.len(), 1);
+        // Dropping a 200,000-deep tree recurses in `Drop`; unnest first.
+        for mut tree in [nodes, decoded] {
+            let mut next = tree.pop();
+            let mut levels = 0;
+            while let Some(mut current) = next {
+                next = current.content.pop();
+                levels += 1;
+            }
+            assert_eq!(levels, depth + 1);
+        }
+    }
+
+    #[test]
+    fn every_truncation_and_corruption_is_rejected_or_decodes_without_panic() {
+        let nodes = parse_documents(SAMPLE).unwrap();
+        let mut bytes = Vec::new();
+        encode(&nodes, &mut bytes);
+        for len in 0..bytes.len() {
+            assert!(decode(&bytes[..len]).is_none(), "truncated to {len}");
+        }
+        for index in 0..bytes.len() {
+            let mut corrupt = bytes.clone();
+            corrupt[index] ^= 0xff;
+            let _ = decode(&corrupt);
+        }
+    }
+}
