@@ -210,8 +210,10 @@ fn cache_stats_and_clear() {
         .sum();
     assert!(stored > 0);
     assert!(text.contains(&format!("bytes: {stored}\n")), "{text}");
+    // The subpackage's run (the root's is never stored).
+    assert!(text.contains("package runs: 1 ("), "{text}");
     // Nothing is 30 days old; everything is older than 0 days. Three
-    // function results and the stdout render's manifest.
+    // function results, the stdout render's manifest and the package run.
     let prune = |days: &str| {
         let output = Command::new(env!("CARGO_BIN_EXE_krender"))
             .args(["cache", "prune", "--max-age-days", days, "--cache-dir"])
@@ -221,9 +223,9 @@ fn cache_stats_and_clear() {
         assert_eq!(output.status.code(), Some(0));
         String::from_utf8(output.stdout).unwrap()
     };
-    assert_eq!(prune("30"), "removed 0 entries, kept 4\n");
+    assert_eq!(prune("30"), "removed 0 entries, kept 5\n");
     std::thread::sleep(std::time::Duration::from_millis(5));
-    assert_eq!(prune("0"), "removed 4 entries, kept 0\n");
+    assert_eq!(prune("0"), "removed 5 entries, kept 0\n");
     let text = String::from_utf8(cache_cmd("stats").stdout).unwrap();
     assert!(text.contains("entries: 0\n"), "{text}");
     assert_eq!(render(&pkg, &cache, &[]).status.code(), Some(0));

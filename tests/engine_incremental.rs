@@ -90,6 +90,7 @@ fn context(root: &Path) -> RenderContext {
         save_on_failure: false,
         image: Arc::from(image_evaluator(&ChainOptions::default())),
         exec: Arc::new(ExecEvaluator::default()),
+        actions: None,
     }
 }
 
@@ -97,7 +98,7 @@ fn context(root: &Path) -> RenderContext {
 fn render_once(root: &Path) -> (String, String) {
     let kptfile = hydrate::load_root(root).unwrap();
     let mut log = Vec::new();
-    let outcome = krender::engine::oneshot::render_once(
+    let (outcome, _) = krender::engine::oneshot::render_once(
         &context(root),
         Some(2),
         kptfile,
@@ -413,7 +414,7 @@ fn sessions_match_one_shot_renders_on_the_shared_cases() {
             continue;
         };
         let mut log = Vec::new();
-        let outcome = krender::engine::oneshot::render_once(
+        let (outcome, _) = krender::engine::oneshot::render_once(
             &context(&root),
             Some(2),
             kptfile.clone(),

@@ -5,6 +5,7 @@ mod builtins_native;
 mod builtins_porch;
 mod cli_eval_dir;
 mod cli_render;
+mod engine_actions;
 mod engine_cache;
 mod engine_incremental;
 mod engine_warm_cold;

@@ -123,6 +123,10 @@ pub struct RenderArgs {
     /// Pipelines run in parallel (krender-only; default: one per core).
     #[arg(long = "jobs", short = 'j')]
     pub jobs: Option<usize>,
+    /// Write a JSON summary of the render (what ran, what was written,
+    /// phase times) to this file (krender-only).
+    #[arg(long = "stats", value_name = "FILE")]
+    pub stats: Option<PathBuf>,
 }
 
 /// Flags of `fn eval`.

@@ -1,5 +1,5 @@
 //! `krender cache stats|clear|prune`: inspect, empty or trim the
-//! function-result cache and its render manifests.
+//! function-result cache, its render manifests and package runs.
 
 use std::io::Write;
 
@@ -25,10 +25,16 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
     let result = match command {
         CacheCommand::Stats(_) => summarize(&dir).and_then(|summary| {
             let manifests = summarize(&store_dir(&dir))?;
+            let actions = summarize(&crate::engine::actions::store_dir(&dir))?;
             let _ = writeln!(out, "cache: {}", dir.display());
             let _ = writeln!(out, "entries: {}", summary.entries);
             let _ = writeln!(out, "bytes: {}", summary.bytes);
             let _ = writeln!(out, "manifests: {}", manifests.entries);
+            let _ = writeln!(
+                out,
+                "package runs: {} ({} bytes)",
+                actions.entries, actions.bytes
+            );
             Ok(())
         }),
         CacheCommand::Prune(prune_args) => {

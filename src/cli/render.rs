@@ -7,12 +7,13 @@ use std::sync::Arc;
 use super::args::RenderArgs;
 use super::progress::{self, AboveBar};
 use super::signals::Interrupts;
+use crate::engine::actions::ActionCache;
 use crate::engine::cache::{CachePolicy, CachingEvaluator};
 use crate::engine::db::RenderContext;
 use crate::engine::manifest::{self, Manifest, RenderKey, TreeSnapshot};
 use crate::engine::oneshot::render_once;
 use crate::engine::stamps::FileStamps;
-use crate::hydrate::{self, Output, RenderOptions, RenderOutcome, Report};
+use crate::hydrate::{self, Output, RenderOptions, RenderOutcome, Report, Written};
 use crate::pkg::kptfile::{DEFAULT_IMAGE_PREFIX, Kptfile, SAVE_ON_RENDER_FAILURE_ANNOTATION};
 use crate::runtime::builtin::split_image;
 use crate::runtime::cancel::Cancel;
@@ -108,7 +109,7 @@ pub(super) fn run(
         print_report(&Report::Command(message), err);
         return 1;
     }
-    let results_dir = args.results_dir.as_deref().map(absolute);
+    let results_dir = args.results_dir.as_ref().map(|dir| absolute(dir));
     // Lifecycle (issue 8): lock the package and recover interrupted commits
     // before reading it; the lock is released when `_session` drops.
     let _session = match super::rpkg::open_for_render(&root, output == Output::InPlace, err) {
@@ -118,11 +119,91 @@ pub(super) fn run(
             return 1;
         }
     };
+    let started = std::time::Instant::now();
+    let mut stats = RenderStats::default();
+    let code = render_and_apply(
+        args,
+        &root,
+        &output,
+        results_dir.as_deref(),
+        interrupts,
+        &mut stats,
+        out,
+        err,
+    );
+    stats.phases.total_ms = started.elapsed().as_millis();
+    if let Some(path) = &args.stats {
+        stats.exit_code = code;
+        if let Err(error) = stats.write(path) {
+            let _ = writeln!(
+                err,
+                "krender: cannot write --stats file {}: {error}",
+                path.display()
+            );
+        }
+    }
+    code
+}
+
+/// What `--stats FILE` writes: a JSON summary of one render.
+#[derive(Debug, Default, serde::Serialize)]
+struct RenderStats {
+    /// Packages in the tree.
+    packages: usize,
+    /// Pipelines that ran.
+    pipelines_run: usize,
+    /// Pipelines answered from the action cache.
+    action_cache_hits: usize,
+    /// True when the whole render was replayed from its manifest.
+    manifest_hit: bool,
+    /// Files written in place (rendered files and the Kptfile status).
+    files_written: usize,
+    /// Their bytes.
+    bytes_written: u64,
+    /// The exit code.
+    exit_code: i32,
+    /// Phase times.
+    phases: Phases,
+}
+
+/// Phase times of a render, in milliseconds.
+#[derive(Debug, Default, serde::Serialize)]
+struct Phases {
+    /// Hashing the tree and looking up its manifest.
+    manifest_ms: u128,
+    /// Reading the tree and running (or looking up) the pipelines.
+    render_ms: u128,
+    /// Writing the output (in place: encoding, staging, the commit).
+    write_ms: u128,
+    /// The whole command.
+    total_ms: u128,
+}
+
+impl RenderStats {
+    fn write(&self, path: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(path, text + "\n")
+    }
+}
+
+/// The render itself, between the lock and the summary.
+#[allow(clippy::too_many_arguments)]
+fn render_and_apply(
+    args: &RenderArgs,
+    root: &Path,
+    output: &Output,
+    results_dir: Option<&Path>,
+    interrupts: &Interrupts,
+    stats: &mut RenderStats,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     let cache_dir = args.cache.options().resolved_dir();
+    let phase = std::time::Instant::now();
     // A warm, unchanged tree is answered from its manifest (engine::manifest).
-    let manifest = match (&cache_dir, &output, &results_dir) {
+    let manifest = match (&cache_dir, output, results_dir) {
         (Some(dir), Output::InPlace | Output::Stdout | Output::Unwrap, None) => {
-            ManifestCheck::new(dir, &root, args)
+            ManifestCheck::new(dir, root, args)
         }
         _ => None,
     };
@@ -130,32 +211,35 @@ pub(super) fn run(
         && let Some(hit) = manifest::lookup(&check.dir, &check.key, &check.tree)
     {
         tracing::debug!(target: "krender::manifest", root = %root.display(), "manifest hit");
+        stats.manifest_hit = true;
+        stats.packages = check.tree.packages();
+        stats.phases.manifest_ms = phase.elapsed().as_millis();
         let _ = out.write_all(&hit.stdout);
         let _ = err.write_all(&hit.stderr);
         return 0;
     }
-    let kptfile = match hydrate::load_root(&root) {
+    stats.phases.manifest_ms = phase.elapsed().as_millis();
+    let kptfile = match hydrate::load_root(root) {
         Ok(kptfile) => kptfile,
         Err(error) => {
             print_report(&Report::kptfile(&error), err);
             return 1;
         }
     };
-    let (context, cached) = render_context(
-        args,
-        &root,
-        &kptfile,
-        &output,
-        cache_dir,
-        interrupts.cancel(),
-    );
+    let (context, cached) =
+        render_context(args, root, &kptfile, output, cache_dir, interrupts.cancel());
     let bar = progress::bar(args.quiet);
     let progress = bar.as_ref().map(progress::callback);
     let mut err = AboveBar::new(err, bar.clone());
     let mut out = Tee::new(out, manifest.is_some());
     let mut err = Tee::new(&mut err, manifest.is_some());
     let files = manifest.as_ref().map(|check| &check.files);
-    let outcome = render_once(&context, args.jobs, kptfile, &mut err, progress, files);
+    let phase = std::time::Instant::now();
+    let (outcome, ran) = render_once(&context, args.jobs, kptfile, &mut err, progress, files);
+    stats.phases.render_ms = phase.elapsed().as_millis();
+    stats.packages = ran.packages;
+    stats.pipelines_run = ran.pipelines_run;
+    stats.action_cache_hits = ran.action_cache_hits;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -165,11 +249,28 @@ pub(super) fn run(
         return code;
     }
     let hint = builtin_hint(&outcome, context.image.as_ref());
-    match hydrate::apply(outcome, &output, results_dir.as_deref(), &mut out, &mut err) {
+    let phase = std::time::Instant::now();
+    let mut written = Written::default();
+    let applied = hydrate::apply_recording(
+        outcome,
+        output,
+        results_dir,
+        &mut out,
+        &mut err,
+        &mut written,
+    );
+    stats.phases.write_ms = phase.elapsed().as_millis();
+    stats.files_written = written.files.len();
+    stats.bytes_written = written.bytes;
+    match applied {
         Ok(()) => {
             let pure = cached.as_ref().is_some_and(Caches::all_pure);
+            // Output that did not reach its reader whole (`| head`) is
+            // never recorded for replay.
             if let Some(check) = manifest
                 && pure
+                && !out.failed
+                && !err.failed
             {
                 check.record(out.copy, err.copy);
             }
@@ -259,6 +360,9 @@ pub(super) fn render_context(
         cancel: cancel.clone(),
     };
     let exec = exec_evaluator(&chain_options);
+    let actions = cache_dir
+        .as_deref()
+        .map(|dir| Arc::new(ActionCache::new(dir, CachePolicy::from_environment())));
     let caches = cache_dir.map(|dir| {
         let policy = CachePolicy::from_environment();
         Caches {
@@ -280,6 +384,7 @@ pub(super) fn render_context(
         save_on_failure: kptfile.annotation_is_true(SAVE_ON_RENDER_FAILURE_ANNOTATION),
         image,
         exec,
+        actions,
     };
     (context, caches)
 }
@@ -289,6 +394,8 @@ struct Tee<'a> {
     inner: &'a mut dyn Write,
     copy: Vec<u8>,
     keep: bool,
+    /// A write failed: the copy is not what the reader got.
+    failed: bool,
 }
 
 impl<'a> Tee<'a> {
@@ -297,13 +404,14 @@ impl<'a> Tee<'a> {
             inner,
             copy: Vec::new(),
             keep,
+            failed: false,
         }
     }
 }
 
 impl Write for Tee<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let written = self.inner.write(buf)?;
+        let written = self.inner.write(buf).inspect_err(|_| self.failed = true)?;
         if self.keep {
             self.copy.extend_from_slice(&buf[..written]);
         }
@@ -311,7 +419,7 @@ impl Write for Tee<'_> {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
+        self.inner.flush().inspect_err(|_| self.failed = true)
     }
 }
 
@@ -351,6 +459,13 @@ impl ManifestCheck {
                 (
                     "image-pull-policy",
                     args.image_pull_policy.clone().unwrap_or_default(),
+                ),
+                // The attribution annotation is added to what is written.
+                (
+                    "KRM_DISABLE_ATTRIBUTION",
+                    std::env::var_os("KRM_DISABLE_ATTRIBUTION")
+                        .is_some()
+                        .to_string(),
                 ),
             ],
             config: std::fs::read_to_string(config_path).ok(),

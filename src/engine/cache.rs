@@ -471,6 +471,18 @@ pub(crate) fn write_entry(dir: &Path, key: &str, bytes: &[u8]) -> cacache::Resul
 /// other (a manifest holds a whole tree's output: joining its parts first
 /// put another copy of it on the render's peak memory).
 pub(crate) fn write_entry_parts(dir: &Path, key: &str, parts: &[&[u8]]) -> cacache::Result<()> {
+    write_entry_with(dir, key, parts, cacache::Algorithm::Sha256)
+}
+
+/// [`write_entry_parts`] with the integrity `algorithm` cacache checks on
+/// every read (the action cache takes xxh3: its entries are large and read
+/// often, and it guards against corruption, not an adversary).
+pub(crate) fn write_entry_with(
+    dir: &Path,
+    key: &str,
+    parts: &[&[u8]],
+    algorithm: cacache::Algorithm,
+) -> cacache::Result<()> {
     use std::io::Write as _;
     let size: usize = parts.iter().map(|part| part.len()).sum();
     // cacache maps an entry of a known size up to 1 MiB and then takes
@@ -483,7 +495,10 @@ pub(crate) fn write_entry_parts(dir: &Path, key: &str, parts: &[&[u8]]) -> cacac
     } else {
         parts
     };
-    let mut writer = cacache::WriteOpts::new().size(size).open_sync(dir, key)?;
+    let mut writer = cacache::WriteOpts::new()
+        .algorithm(algorithm)
+        .size(size)
+        .open_sync(dir, key)?;
     for part in parts {
         writer.write_all(part).map_err(|source| {
             cacache::Error::IoError(source, format!("writing cache entry {key}"))
@@ -540,7 +555,11 @@ pub fn prune(dir: &Path, max_age: std::time::Duration) -> Result<PruneSummary, C
         .map_or(0, |since| since.as_millis());
     let cutoff = now.saturating_sub(max_age.as_millis());
     let mut summary = PruneSummary::default();
-    for store in [dir.to_path_buf(), super::manifest::store_dir(dir)] {
+    for store in [
+        dir.to_path_buf(),
+        super::manifest::store_dir(dir),
+        super::actions::store_dir(dir),
+    ] {
         if !store.join("index-v5").exists() {
             continue;
         }

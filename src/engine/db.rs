@@ -31,6 +31,8 @@ pub struct RenderContext {
     pub image: Arc<dyn Evaluator>,
     /// The evaluator for `exec:` steps.
     pub exec: Arc<dyn Evaluator>,
+    /// The persistent action cache one-shot renders consult, if on.
+    pub actions: Option<Arc<super::actions::ActionCache>>,
 }
 
 /// The database trait the queries take.

@@ -85,6 +85,14 @@ impl TreeSnapshot {
         files.sort();
         Ok(TreeSnapshot { files })
     }
+
+    /// The packages in the tree: its Kptfiles.
+    pub fn packages(&self) -> usize {
+        self.files
+            .iter()
+            .filter(|(path, _)| path == "Kptfile" || path.ends_with("/Kptfile"))
+            .count()
+    }
 }
 
 /// What a render's output depends on besides the tree's bytes.

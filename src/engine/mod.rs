@@ -1,5 +1,6 @@
 //! The incremental engine: salsa queries over file inputs, blake3 keys, the
 //! persistent function-result cache and level-by-level parallel scheduling.
+pub mod actions;
 pub mod cache;
 pub mod db;
 pub mod levels;

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
+use super::actions::{ActionCache, ActionInputs, CachedOutput, encode_output};
 use super::db::RenderContext;
 use super::levels::levels;
 use super::session::{Progress, Scanned, in_pool, path_key, scan_tree};
@@ -24,11 +25,23 @@ use super::stamps::FileStamps;
 use crate::hydrate::{self, PackageRun, Precomputed, RenderOutcome, Runtimes};
 use crate::pkg::kptfile::{self, Kptfile};
 use crate::pkg::reader::{ReadOptions, parse_package_files};
+use crate::yaml::node::Node;
+
+/// What a one-shot render ran, for `--stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OnceStats {
+    /// Packages in the tree.
+    pub packages: usize,
+    /// Pipelines that ran (not answered from the action cache).
+    pub pipelines_run: usize,
+    /// Pipelines answered from the action cache.
+    pub action_cache_hits: usize,
+}
 
 /// Renders the tree at `context.root` once, printing kpt's progress lines to
-/// `log`. The result is what [`hydrate::hydrate`] returns. `files` are
-/// stamps of files read just before (the CLI's manifest snapshot): the
-/// unchanged ones are not read again.
+/// `log`. The result is what [`hydrate::hydrate`] returns, and what ran.
+/// `files` are stamps of files read just before (the CLI's manifest
+/// snapshot): the unchanged ones are not read again.
 pub fn render_once(
     context: &RenderContext,
     jobs: Option<usize>,
@@ -36,14 +49,15 @@ pub fn render_once(
     log: &mut dyn Write,
     progress: Option<Progress>,
     files: Option<&FileStamps>,
-) -> RenderOutcome {
+) -> (RenderOutcome, OnceStats) {
     let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
+    let mut stats = OnceStats::default();
     let precomputed = if bfs {
         Precomputed::default()
     } else {
         let reader = files.map(FileStamps::reader);
         match scan_tree(&context.root, &root_kptfile, reader.as_ref()) {
-            Some(scanned) => run_levels(context, scanned, jobs, progress),
+            Some(scanned) => run_levels(context, scanned, jobs, progress, &mut stats),
             // The walk reads the tree itself and reports what is wrong.
             None => Precomputed::default(),
         }
@@ -52,23 +66,60 @@ pub fn render_once(
         image: context.image.as_ref(),
         exec: context.exec.as_ref(),
     };
-    hydrate::hydrate_with(
+    let adopted = precomputed.runs.len();
+    let outcome = hydrate::hydrate_with(
         &context.root,
         root_kptfile,
         &context.options,
         runtimes,
         log,
         precomputed,
-    )
+    );
+    stats.packages = outcome.n_packages;
+    // Packages the walk reached without a precomputed run ran in the walk.
+    stats.pipelines_run += outcome.n_packages.saturating_sub(adopted);
+    (outcome, stats)
+}
+
+/// A package's finished run. A run answered from the action cache keeps
+/// its output encoded until a parent that runs (or the caller, for the
+/// root) needs it.
+struct Done {
+    run: PackageRun,
+    /// Answered from the action cache.
+    hit: bool,
+    /// A hit's output, until taken.
+    cached: Option<CachedOutput>,
+    /// The action cache key it was looked up (and stored) under.
+    key: Option<String>,
+    /// The digest of its output (when the action cache is on and it
+    /// succeeded): its parent's key covers it.
+    digest: Option<blake3::Hash>,
+}
+
+impl Done {
+    /// Takes the output out of the run, decoding a cached one; `None` when
+    /// the cached entry is corrupt.
+    fn take_output(&mut self) -> Option<Vec<Node>> {
+        if let Some(cached) = self.cached.take() {
+            return cached.decode();
+        }
+        match &mut self.run.output {
+            Ok(output) => Some(std::mem::take(output)),
+            Err(_) => Some(Vec::new()),
+        }
+    }
 }
 
 /// Runs the pipelines level by level and returns the runs by package path,
-/// with the tree they ran on.
+/// with the tree they ran on. A corrupt action cache entry found on the
+/// way is dropped, and the levels run again without the cache.
 fn run_levels(
     context: &RenderContext,
     scanned: Vec<Scanned>,
     jobs: Option<usize>,
     progress: Option<Progress>,
+    stats: &mut OnceStats,
 ) -> Precomputed {
     let _span = tracing::info_span!("levels").entered();
     let index: BTreeMap<&Path, usize> = scanned
@@ -104,25 +155,31 @@ fn run_levels(
                 .collect()
         })
         .collect();
-    let slots: Vec<Mutex<Option<PackageRun>>> = scanned.iter().map(|_| Mutex::new(None)).collect();
-    let done = AtomicUsize::new(0);
-    let total = scanned.len();
-    in_pool(jobs, || {
-        for level in &levels {
-            level.par_iter().for_each(|&i| {
-                let run = run_one(context, &scanned[i], &children[i], &slots);
-                if let Some(slot) = slots.get(i)
-                    && let Ok(mut slot) = slot.lock()
-                {
-                    *slot = run;
+    let tree = Tree {
+        scanned: &scanned,
+        children: &children,
+        levels: &levels,
+    };
+    let actions = context.actions.as_deref();
+    let mut lookups = true;
+    let runs = loop {
+        let slots = run_tree(context, &tree, actions, lookups, jobs, progress.as_ref());
+        match adoptable_runs(slots, &children, stats) {
+            Ok(runs) => break runs,
+            Err(corrupt) => {
+                // Dropped, and every level runs again without looking the
+                // cache up (a run that took a corrupt output as input is
+                // wrong too), storing fresh entries.
+                for key in corrupt {
+                    if let Some(actions) = actions {
+                        actions.drop_corrupt(&key);
+                    }
                 }
-                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if let Some(progress) = &progress {
-                    progress(finished, total);
-                }
-            });
+                *stats = OnceStats::default();
+                lookups = false;
+            }
         }
-    });
+    };
     // Every package is the child of one parent at most, so each Kptfile
     // moves into its parent's list instead of being copied.
     let (paths, mut kptfiles): (Vec<PathBuf>, Vec<Option<Kptfile>>) = scanned
@@ -144,8 +201,8 @@ fn run_levels(
         .collect();
     let runs = paths
         .into_iter()
-        .zip(slots)
-        .filter_map(|(path, slot)| Some((path, slot.into_inner().ok()??)))
+        .zip(runs)
+        .filter_map(|(path, run)| Some((path, run?)))
         .collect();
     Precomputed {
         runs,
@@ -154,50 +211,199 @@ fn run_levels(
     }
 }
 
-/// One package's run, or `None` when the walk would not get to run it (its
-/// files do not parse, or a subpackage failed). Subpackage outputs move into
-/// the input; their runs keep an empty output (the walk discards it).
+/// The runs the walk adopts, by package index, counting hits and runs in
+/// `stats`; `Err` with the keys of corrupt cache entries found on the way.
+/// A package whose parent has a run is adopted with it, and its output is
+/// already in the parent's: only the other hits' outputs are decoded.
+fn adoptable_runs(
+    slots: Vec<Slot>,
+    children: &[Vec<usize>],
+    stats: &mut OnceStats,
+) -> Result<Vec<Option<PackageRun>>, Vec<String>> {
+    let mut has_parent_run = vec![false; slots.len()];
+    for (parent, children) in children.iter().enumerate() {
+        let parent_ran = matches!(slots.get(parent), Some(Slot::Done(_)));
+        for &child in children {
+            if let Some(flag) = has_parent_run.get_mut(child) {
+                *flag = parent_ran;
+            }
+        }
+    }
+    let mut corrupt = Vec::new();
+    let mut runs = Vec::with_capacity(slots.len());
+    for (slot, parent_ran) in slots.into_iter().zip(has_parent_run) {
+        match slot {
+            Slot::Skipped => runs.push(None),
+            Slot::Corrupt(key) => corrupt.push(key),
+            Slot::Done(mut done) => {
+                if done.hit {
+                    stats.action_cache_hits += 1;
+                } else {
+                    stats.pipelines_run += 1;
+                }
+                if done.cached.is_some() && !parent_ran {
+                    match done.take_output() {
+                        Some(output) => done.run.output = Ok(output),
+                        None => corrupt.extend(done.key),
+                    }
+                }
+                runs.push(Some(done.run));
+            }
+        }
+    }
+    if corrupt.is_empty() {
+        Ok(runs)
+    } else {
+        Err(corrupt)
+    }
+}
+
+/// The scanned tree and its schedule.
+struct Tree<'a> {
+    scanned: &'a [Scanned],
+    children: &'a [Vec<usize>],
+    levels: &'a [Vec<usize>],
+}
+
+/// Where one package's run stands.
+enum Slot {
+    /// Not run: the walk runs (or reports) it.
+    Skipped,
+    /// Run, or answered from the cache.
+    Done(Box<Done>),
+    /// A subpackage's cached output did not decode (its key): the levels
+    /// run again without the cache.
+    Corrupt(String),
+}
+
+/// Runs every level, leaves first, the packages of a level in parallel,
+/// answering from `actions` (when `lookups`) and storing in it.
+fn run_tree(
+    context: &RenderContext,
+    tree: &Tree<'_>,
+    actions: Option<&ActionCache>,
+    lookups: bool,
+    jobs: Option<usize>,
+    progress: Option<&Progress>,
+) -> Vec<Slot> {
+    let slots: Vec<Mutex<Slot>> = tree
+        .scanned
+        .iter()
+        .map(|_| Mutex::new(Slot::Skipped))
+        .collect();
+    let done = AtomicUsize::new(0);
+    let total = tree.scanned.len();
+    in_pool(jobs, || {
+        for level in tree.levels {
+            level.par_iter().for_each(|&i| {
+                let (Some(pkg), Some(children), Some(slot)) =
+                    (tree.scanned.get(i), tree.children.get(i), slots.get(i))
+                else {
+                    return;
+                };
+                let run = run_one(context, actions, lookups, pkg, children, &slots);
+                if let Ok(mut slot) = slot.lock() {
+                    *slot = run;
+                }
+                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if let Some(progress) = progress {
+                    progress(finished, total);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| slot.into_inner().unwrap_or(Slot::Skipped))
+        .collect()
+}
+
+/// One package's run: from the action cache when its key is there, else
+/// run with its subpackages' outputs moved into its input. Skipped when
+/// the walk would not get to run it (its files do not parse, or a
+/// subpackage failed).
 fn run_one(
     context: &RenderContext,
+    actions: Option<&ActionCache>,
+    lookups: bool,
     pkg: &Scanned,
     children: &[usize],
-    slots: &[Mutex<Option<PackageRun>>],
-) -> Option<PackageRun> {
+    slots: &[Mutex<Slot>],
+) -> Slot {
     let _span = tracing::debug_span!("pipeline", package = %pkg.path.display()).entered();
     if context.options.cancel.is_cancelled() {
-        return None;
+        return Slot::Skipped;
+    }
+    // Check every subpackage before taking any output: when one failed,
+    // the walk needs the others' outputs intact for save-on-failure.
+    let mut digests = Vec::with_capacity(children.len());
+    for &child in children {
+        let Some(Ok(slot)) = slots.get(child).map(Mutex::lock) else {
+            return Slot::Skipped;
+        };
+        match &*slot {
+            Slot::Done(done) if done.run.output.is_ok() => digests.extend(done.digest),
+            Slot::Corrupt(key) => return Slot::Corrupt(key.clone()),
+            _ => return Slot::Skipped,
+        }
+    }
+    // The root's output has no parent to key, and its entry (the whole
+    // tree) would serve only a render in which nothing changed, which the
+    // manifest answers: it is neither looked up, encoded nor stored.
+    let is_root = pkg.path == context.root;
+    let actions = actions.filter(|_| !is_root);
+    let key = actions
+        .filter(|_| digests.len() == children.len())
+        .and_then(|actions| {
+            let inputs = ActionInputs {
+                path: &pkg.path,
+                kptfile: &pkg.kptfile,
+                kptfile_bytes: &pkg.kptfile_bytes,
+                files: &pkg.files,
+                children: &digests,
+            };
+            actions.key(&inputs, &context.options, context.save_on_failure)
+        });
+    if let (Some(actions), Some(key), true) = (actions, &key, lookups)
+        && let Some(cached) = actions.lookup(key)
+    {
+        return Slot::Done(Box::new(Done {
+            run: cached.run,
+            digest: Some(cached.output.digest),
+            hit: true,
+            cached: Some(cached.output),
+            key: Some(key.clone()),
+        }));
+    }
+    if let (Some(key), true) = (&key, lookups) {
+        tracing::debug!(target: "krender::actions", package = %pkg.path.display(), key, "not in the action cache");
     }
     let options = ReadOptions {
         package_path: Some(pkg.path.display().to_string()),
     };
-    let local = parse_package_files(&pkg.files, &options).ok()?.resources;
+    let Ok(local) = parse_package_files(&pkg.files, &options) else {
+        return Slot::Skipped;
+    };
+    let local = local.resources;
     let input_files = hydrate::input_file_names(&context.root, &pkg.path, &local);
-    // Check every subpackage before taking any output: when one failed,
-    // the walk needs the others' outputs intact for save-on-failure.
-    let all_ok = children.iter().all(|&child| {
-        slots
-            .get(child)
-            .and_then(|slot| slot.lock().ok())
-            .is_some_and(|slot| matches!(&*slot, Some(run) if run.output.is_ok()))
-    });
-    if !all_ok {
-        return None;
-    }
     let mut input = local;
     for &child in children {
-        let mut slot = slots.get(child)?.lock().ok()?;
-        if let Some(PackageRun {
-            output: Ok(output), ..
-        }) = slot.as_mut()
-        {
-            input.append(output);
+        let Some(Ok(mut slot)) = slots.get(child).map(Mutex::lock) else {
+            return Slot::Skipped;
+        };
+        let Slot::Done(done) = &mut *slot else {
+            return Slot::Skipped;
+        };
+        match done.take_output() {
+            Some(mut output) => input.append(&mut output),
+            None => return Slot::Corrupt(done.key.clone().unwrap_or_default()),
         }
     }
     let runtimes = Runtimes {
         image: context.image.as_ref(),
         exec: context.exec.as_ref(),
     };
-    Some(hydrate::run_package(
+    let run = hydrate::run_package(
         &context.root,
         &pkg.path,
         &pkg.kptfile,
@@ -206,5 +412,20 @@ fn run_one(
         input_files,
         &context.options,
         runtimes,
-    ))
+    );
+    let mut digest = None;
+    if let (Some(actions), Ok(output)) = (actions, &run.output) {
+        let (bytes, hash) = encode_output(output);
+        digest = Some(hash);
+        if let Some(key) = &key {
+            actions.store(key, &run, &bytes, hash);
+        }
+    }
+    Slot::Done(Box::new(Done {
+        run,
+        hit: false,
+        cached: None,
+        key,
+        digest,
+    }))
 }

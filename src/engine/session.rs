@@ -43,6 +43,8 @@ pub struct RefreshStats {
 pub(super) struct Scanned {
     pub(super) path: PathBuf,
     pub(super) kptfile: Kptfile,
+    /// The Kptfile's bytes (the action cache's key covers them).
+    pub(super) kptfile_bytes: Arc<[u8]>,
     pub(super) files: Vec<PackageFile>,
     pub(super) children: Vec<PathBuf>,
 }
@@ -486,14 +488,17 @@ pub(super) fn scan_tree(
     // The structure first (directories and Kptfiles, one depth at a time,
     // each depth's listings and Kptfiles in parallel), then the files of all
     // packages in parallel. Collecting in order keeps the BFS order.
-    let mut structure: Vec<(PathBuf, Kptfile, Vec<PathBuf>)> = Vec::new();
-    let mut depth = vec![(root.to_path_buf(), root_kptfile.clone())];
+    // (package, its Kptfile decoded and as bytes, its subpackages)
+    type Level = (PathBuf, Kptfile, Arc<[u8]>, Vec<PathBuf>);
+    let mut structure: Vec<Level> = Vec::new();
+    let root_bytes = read(&root.join(KPTFILE_NAME))?;
+    let mut depth = vec![(root.to_path_buf(), root_kptfile.clone(), root_bytes)];
     while !depth.is_empty() {
         let listings: Vec<Vec<PathBuf>> = depth
             .par_iter()
-            .map(|(path, _)| tree::direct_subpackages(path).ok())
+            .map(|(path, _, _)| tree::direct_subpackages(path).ok())
             .collect::<Option<_>>()?;
-        let next: Vec<(PathBuf, Kptfile)> = listings
+        let next: Vec<(PathBuf, Kptfile, Arc<[u8]>)> = listings
             .iter()
             .flatten()
             .collect::<Vec<_>>()
@@ -502,17 +507,17 @@ pub(super) fn scan_tree(
                 let bytes = read(&child.join(KPTFILE_NAME))?;
                 let decoded = Kptfile::parse_bytes(&bytes, child).ok()?;
                 decoded.validate(child).ok()?;
-                Some((child.clone(), decoded))
+                Some((child.clone(), decoded, bytes))
             })
             .collect::<Option<_>>()?;
-        for ((path, kptfile), children) in depth.into_iter().zip(listings) {
-            structure.push((path, kptfile, children));
+        for ((path, kptfile, bytes), children) in depth.into_iter().zip(listings) {
+            structure.push((path, kptfile, bytes, children));
         }
         depth = next;
     }
     structure
         .into_par_iter()
-        .map(|(path, kptfile, children)| {
+        .map(|(path, kptfile, kptfile_bytes, children)| {
             let mut files = Vec::new();
             for (relative, absolute) in list_package_files(&path).ok()? {
                 let bytes = read(&absolute)?;
@@ -525,6 +530,7 @@ pub(super) fn scan_tree(
             Some(Scanned {
                 path,
                 kptfile,
+                kptfile_bytes,
                 files,
                 children,
             })

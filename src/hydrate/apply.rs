@@ -90,10 +90,17 @@ pub fn apply(
 pub struct Written {
     /// Absolute path and blake3 of the bytes written, in commit order.
     pub files: Vec<(PathBuf, blake3::Hash)>,
+    /// The bytes written in all.
+    pub bytes: u64,
 }
 
 impl Written {
     fn record(&mut self, root: &Path, changes: &draft::Changes) {
+        self.bytes += changes
+            .writes()
+            .values()
+            .map(|bytes| bytes.len() as u64)
+            .sum::<u64>();
         self.files.extend(
             changes
                 .writes()

@@ -120,6 +120,28 @@ impl ResultItems {
         Ok(ResultItems { items })
     }
 
+    /// The items as one sequence node, the action cache's form of them
+    /// ([`ResultItems::from_cached`] reads it back).
+    pub(crate) fn to_node(&self) -> Node {
+        let mut sequence = Node::new_sequence();
+        sequence.content = self
+            .items
+            .iter()
+            .map(|item| gostruct::marshal(item, &FRAMEWORK_RESULT))
+            .collect();
+        sequence
+    }
+
+    /// Reads back what [`ResultItems::to_node`] wrote.
+    pub(crate) fn from_cached(node: &Node) -> ResultItems {
+        let items = node
+            .content
+            .iter()
+            .map(|item| gostruct::decode_lenient(item, &FRAMEWORK_RESULT).unwrap_or_default())
+            .collect();
+        ResultItems { items }
+    }
+
     /// True when there are no items.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()

@@ -1,0 +1,289 @@
+//! The action cache: a new process answers unchanged packages from it and
+//! runs only the packages an edit reaches, and every such incremental
+//! render is byte-identical to a `--no-cache` render of the same edited
+//! tree (files, stdout, stderr, exit code), on generated trees (DFS and
+//! BFS) and on every shared kpt case. A corrupt entry is never served.
+
+use crate::support::{copy_dir, normalize_durations, shared_cases, shared_dir, snapshot};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A tree of `1 + fanout + fanout²` packages, two builtins each (a
+/// starlark step in every leaf), resources spread over two files.
+fn generate(root: &Path, fanout: usize, bfs: bool) {
+    let mut queue = vec![(root.to_path_buf(), 0usize, "root".to_owned())];
+    while let Some((dir, depth, name)) = queue.pop() {
+        std::fs::create_dir_all(&dir).unwrap();
+        let annotations = if bfs && depth == 0 {
+            "  annotations:\n    kpt.dev/bfs-rendering: \"true\"\n"
+        } else {
+            ""
+        };
+        let starlark = if depth == 2 {
+            "    - image: ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.0\n      configPath: fn.star.yaml\n"
+        } else {
+            ""
+        };
+        std::fs::write(
+            dir.join("Kptfile"),
+            format!(
+                "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: {name}\n{annotations}pipeline:\n  mutators:\n    - image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1\n      configMap:\n        namespace: ns-{depth}\n    - image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.0\n      configMap:\n        level: l{depth}\n{starlark}"
+            ),
+        )
+        .unwrap();
+        if depth == 2 {
+            std::fs::write(
+                dir.join("fn.star.yaml"),
+                "apiVersion: fn.kpt.dev/v1alpha1\nkind: StarlarkRun\nmetadata:\n  name: tag\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nsource: |\n  for r in ctx.resource_list[\"items\"]:\n    if r[\"kind\"] == \"ConfigMap\":\n      r[\"data\"][\"tagged\"] = \"yes\"\n",
+            )
+            .unwrap();
+        }
+        std::fs::write(
+            dir.join("app.yaml"),
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-{name} # the workload\nspec:\n  replicas: 1\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: svc-{name}\nspec:\n  ports:\n    - port: 80\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("config.yaml"),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{name}\ndata:\n  k: v\n"
+            ),
+        )
+        .unwrap();
+        if depth < 2 {
+            for i in 0..fanout {
+                queue.push((
+                    dir.join(format!("sub-{i}")),
+                    depth + 1,
+                    format!("{name}-{i}"),
+                ));
+            }
+        }
+    }
+}
+
+fn krender(pkg: &Path, cache: Option<&Path>, extra: &[&str], stats: Option<&Path>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krender"));
+    command.args(["fn", "render"]).arg(pkg).args(extra);
+    match cache {
+        Some(cache) => command.arg("--cache-dir").arg(cache),
+        None => command.arg("--no-cache"),
+    };
+    if let Some(stats) = stats {
+        command.arg("--stats").arg(stats);
+    }
+    command
+        // A render.toml in the test's working directory must not reroute.
+        .env("KRENDER_CONFIG", pkg.join("no-render.toml"))
+        .output()
+        .unwrap()
+}
+
+/// What a render shows: exit code, stdout, stderr (durations and the
+/// temporary root normalised).
+fn shown(output: &Output, root: &Path) -> (Option<i32>, String, String) {
+    let normalize = |bytes: &[u8]| {
+        normalize_durations(&String::from_utf8_lossy(bytes))
+            .replace(&root.display().to_string(), "<root>")
+    };
+    (
+        output.status.code(),
+        normalize(&output.stdout),
+        normalize(&output.stderr),
+    )
+}
+
+fn stats(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Appends to a file in both trees.
+fn edit(trees: [&Path; 2], relative: &str, text: &str) {
+    for tree in trees {
+        let path = tree.join(relative);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(text.as_bytes());
+        std::fs::write(&path, bytes).unwrap();
+    }
+}
+
+/// Renders the cached tree and the uncached one after the same edit and
+/// asserts they agree; returns the cached render's stats.
+fn render_both(
+    cached: &Path,
+    uncached: &Path,
+    cache: &Path,
+    extra: &[&str],
+    what: &str,
+) -> serde_json::Value {
+    let stats_file = cache.with_extension("stats.json");
+    let a = krender(cached, Some(cache), extra, Some(&stats_file));
+    let b = krender(uncached, None, extra, None);
+    let root_a = cached.parent().unwrap();
+    let root_b = uncached.parent().unwrap();
+    assert_eq!(
+        shown(&a, root_a),
+        shown(&b, root_b),
+        "{what}: output differs from --no-cache"
+    );
+    assert_eq!(
+        snapshot(cached),
+        snapshot(uncached),
+        "{what}: files differ from --no-cache"
+    );
+    stats(&stats_file)
+}
+
+#[test]
+fn incremental_renders_match_no_cache_renders_and_run_only_what_an_edit_reaches() {
+    for bfs in [false, true] {
+        let temp = tempfile::tempdir().unwrap();
+        let (a, b) = (temp.path().join("a/pkg"), temp.path().join("b/pkg"));
+        generate(&a, 3, bfs);
+        copy_dir(&a, &b);
+        let cache = temp.path().join("cache");
+        let packages = 1 + 3 + 9;
+        let mode = if bfs { "BFS" } else { "DFS" };
+
+        let cold = render_both(&a, &b, &cache, &[], &format!("{mode} cold"));
+        assert_eq!(cold["packages"], packages);
+        assert_eq!(cold["pipelines_run"], packages, "{mode} cold");
+        // In place the first render rewrites every file: the second runs
+        // every pipeline on the new inputs and reaches a fixed point.
+        render_both(&a, &b, &cache, &[], &format!("{mode} second"));
+
+        edit([&a, &b], "sub-1/sub-2/config.yaml", "  edited: leaf\n");
+        let leaf = render_both(&a, &b, &cache, &[], &format!("{mode} leaf edit"));
+        edit([&a, &b], "app.yaml", "# root edit\n");
+        let root = render_both(&a, &b, &cache, &[], &format!("{mode} root edit"));
+        edit(
+            [&a, &b],
+            "sub-2/Kptfile",
+            "    - image: ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.4\n      configMap:\n        team: t\n",
+        );
+        let middle = render_both(&a, &b, &cache, &[], &format!("{mode} Kptfile edit"));
+        // The new function rewrote the files below sub-2: they are new
+        // inputs, rendered once more to the fixed point.
+        render_both(
+            &a,
+            &b,
+            &cache,
+            &[],
+            &format!("{mode} after the Kptfile edit"),
+        );
+        edit([&a, &b], "sub-0/sub-0/config.yaml", "  edited: again\n");
+        let stdout = render_both(
+            &a,
+            &b,
+            &cache,
+            &["-o", "stdout"],
+            &format!("{mode} -o stdout"),
+        );
+        if bfs {
+            // Breadth-first renders do not use the action cache (yet).
+            assert_eq!(leaf["action_cache_hits"], 0);
+        } else {
+            // The leaf, its parent and the root.
+            assert_eq!(leaf["pipelines_run"], 3, "{leaf}");
+            assert_eq!(leaf["action_cache_hits"], packages - 3, "{leaf}");
+            assert_eq!(root["pipelines_run"], 1, "{root}");
+            assert_eq!(middle["pipelines_run"], 2, "{middle}");
+            // `-o stdout` shares the in-place renders' entries.
+            assert_eq!(stdout["pipelines_run"], 3, "{stdout}");
+        }
+    }
+}
+
+#[test]
+fn a_corrupt_package_run_is_dropped_and_recomputed() {
+    let temp = tempfile::tempdir().unwrap();
+    let (a, b) = (temp.path().join("a/pkg"), temp.path().join("b/pkg"));
+    generate(&a, 2, false);
+    copy_dir(&a, &b);
+    let cache = temp.path().join("cache");
+    render_both(&a, &b, &cache, &[], "cold");
+    render_both(&a, &b, &cache, &[], "second");
+    // Cut the end off every stored run, with a valid integrity, so only
+    // decoding its output finds the damage.
+    let store = krender::engine::actions::store_dir(&cache);
+    let mut doctored = 0;
+    for entry in cacache::index::ls(&store) {
+        let key = entry.unwrap().key;
+        let mut value = cacache::read_sync(&store, &key).unwrap();
+        value.truncate(value.len() - 3);
+        cacache::write_sync(&store, &key, &value).unwrap();
+        doctored += 1;
+    }
+    assert!(doctored > 0);
+    edit([&a, &b], "app.yaml", "# root edit\n");
+    let stats = render_both(&a, &b, &cache, &[], "after doctoring");
+    assert_eq!(stats["pipelines_run"], stats["packages"], "{stats}");
+    // The damaged entries are gone or replaced: the next edit hits again.
+    edit([&a, &b], "app.yaml", "# root edit again\n");
+    let stats = render_both(&a, &b, &cache, &[], "after recomputing");
+    assert_eq!(stats["pipelines_run"], 1, "{stats}");
+}
+
+/// Every shared case rendered, edited (a comment appended to its first
+/// resource file) and rendered again with the cache shows exactly what
+/// the same steps show without it.
+#[test]
+fn incremental_renders_match_no_cache_renders_on_every_shared_case() {
+    let Some(dir) = shared_dir("conformance/kpt-fn-render") else {
+        return;
+    };
+    let temp = tempfile::tempdir().unwrap();
+    let mut compared = 0;
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.join(".expected").is_dir())
+        .collect();
+    cases.sort();
+    for case in cases {
+        let name = case.file_name().unwrap().to_owned();
+        let config =
+            std::fs::read_to_string(case.join(".expected/config.yaml")).unwrap_or_default();
+        let mut flags = Vec::new();
+        if config.contains("allowExec: true") {
+            flags.push("--allow-exec");
+        }
+        if config.contains("disableOutputTruncate: true") {
+            flags.push("--truncate-output=false");
+        }
+        let (a, b) = (
+            temp.path().join("a").join(&name),
+            temp.path().join("b").join(&name),
+        );
+        copy_dir(&case, &a);
+        copy_dir(&case, &b);
+        let cache = temp.path().join("cache").join(&name);
+        let what = case.display().to_string();
+        render_both(&a, &b, &cache, &flags, &format!("{what} first"));
+        if let Some(file) = first_resource_file(&a) {
+            edit([&a, &b], &file, "# edited\n");
+        }
+        render_both(&a, &b, &cache, &flags, &format!("{what} after an edit"));
+        compared += 1;
+    }
+    shared_cases("engine_actions", compared);
+}
+
+/// The deepest package's first `.yaml` file other than a Kptfile.
+fn first_resource_file(root: &Path) -> Option<String> {
+    let files: BTreeMap<String, Vec<u8>> = snapshot(root);
+    files
+        .keys()
+        .filter(|path| path.ends_with(".yaml") && !path.contains("/.") && !path.starts_with('.'))
+        .max_by_key(|path| {
+            (
+                path.matches('/').count(),
+                std::cmp::Reverse((*path).clone()),
+            )
+        })
+        .cloned()
+}
