@@ -83,6 +83,7 @@ fn exec_pipeline(binary: &str, list: &str) -> Result<Vec<u8>, String> {
             ],
             input.as_bytes(),
             Duration::from_secs(600),
+            &krender::runtime::cancel::Cancel::default(),
         )
         .map_err(|err| err.to_string())
         .and_then(|response| {

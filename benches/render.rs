@@ -2,7 +2,18 @@
 //! `../shared/tools/gen-monorepo`): N packages in a 10-ary tree, 10
 //! resources each, two mutators per Kptfile.
 //!
-//! For each size it measures, through the `krender` binary:
+//! For each size it measures, through the `krender` binary, first the path
+//! users run (a new process rendering in place, what every CI job and shell
+//! does), against the floor of the same tree in the same run:
+//! - cold (an empty cache, from the generated tree), and the same render
+//!   with `-o stdout`, each from a fresh copy;
+//! - no change (the tree at its fixed point: a second render);
+//! - one leaf package edited, and the root package edited, each followed by
+//!   a render; the pipelines each ran (from `--stats`) are reported, and
+//!   the last render of each is checked file for file against a
+//!   `--no-cache` render of a copy of the same edited tree.
+//!
+//! Then, with `-o stdout`:
 //! - the floor: walk the tree, stat, read and blake3 every file;
 //! - krender with builtins (set-namespace + set-labels): cold (empty
 //!   function cache, with its peak RSS), warm (every step a cache hit), no
@@ -20,7 +31,8 @@
 //! Sizes: 100 and 1,000 packages; `KRENDER_BENCH_10K=1` adds 10,000.
 //! kpt is slow (10–25 s per 100 packages), so it runs only up to
 //! `KRENDER_BENCH_KPT_MAX` packages (default 100). `KRENDER_BENCH_SIZES=10,50`
-//! replaces the sizes.
+//! replaces the sizes; `KRENDER_BENCH_IN_PLACE_ONLY=1` stops after the
+//! in-place table.
 
 #![allow(clippy::print_stdout)]
 
@@ -256,6 +268,7 @@ fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, Str
         save_on_failure: false,
         image: Arc::from(image_evaluator(&ChainOptions::default())),
         exec: Arc::new(krender::runtime::exec::ExecEvaluator::default()),
+        actions: None,
     };
     // `RUST_LOG=krender=info` times the session's phases, as the CLI does.
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG") {
@@ -381,6 +394,207 @@ fn ms(duration: Duration) -> String {
     format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
 }
 
+/// The in-place rows of one size (the path users run).
+struct InPlaceRow {
+    packages: usize,
+    files: usize,
+    floor: Duration,
+    cold: Duration,
+    cold_rss: f64,
+    cold_stdout: Duration,
+    no_change: Duration,
+    leaf: Duration,
+    leaf_runs: u64,
+    root: Duration,
+    root_runs: u64,
+}
+
+/// An in-place render of `root` with the cache `cache`, its stats written
+/// to `stats`.
+fn krender_in_place(root: &Path, cache: &Path, stats: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krender"));
+    command
+        .args(["fn", "render"])
+        .arg(root)
+        .arg("--cache-dir")
+        .arg(cache)
+        .arg("--stats")
+        .arg(stats)
+        .args(extra)
+        .env("KRENDER_CONFIG", root.join("no-render.toml"));
+    command
+}
+
+/// `pipelines_run` from a `--stats` file.
+fn pipelines_run(stats: &Path) -> u64 {
+    let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(stats).unwrap()).unwrap();
+    stats["pipelines_run"].as_u64().unwrap()
+}
+
+/// Copies the tree `from` to `to` (replacing it).
+fn copy_tree(from: &Path, to: &Path) {
+    let _ = std::fs::remove_dir_all(to);
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp -a {} {}",
+        from.display(),
+        to.display()
+    );
+}
+
+/// Renders a copy of `tree` (as it is now, before its own render) with
+/// `--no-cache`, for [`assert_same_tree`].
+fn reference_copy(tree: &Path, work: &Path) -> PathBuf {
+    let copy = work.join("reference");
+    copy_tree(tree, &copy);
+    let status = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .args(["fn", "render"])
+        .arg(&copy)
+        .arg("--no-cache")
+        .env("KRENDER_CONFIG", copy.join("no-render.toml"))
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "reference render failed");
+    copy
+}
+
+/// Every file of the two trees is byte-identical (the root Kptfile's
+/// status included).
+fn assert_same_tree(rendered: &Path, reference: &Path, what: &str) {
+    let read = |root: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let bytes = std::fs::read(&path).unwrap();
+                    files.push((path.strip_prefix(root).unwrap().to_path_buf(), bytes));
+                }
+            }
+        }
+        files.sort();
+        files
+    };
+    assert!(
+        read(rendered) == read(reference),
+        "{what}: differs from a --no-cache render"
+    );
+}
+
+/// Edits the root package's first replica count.
+fn edit_root(root: &Path, replicas: usize) {
+    let file = root.join("deployment.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let start = text.find("replicas: ").unwrap() + "replicas: ".len();
+    let end = start + text[start..].find('\n').unwrap();
+    std::fs::write(
+        &file,
+        format!("{}{replicas}{}", &text[..start], &text[end..]),
+    )
+    .unwrap();
+}
+
+fn in_place(work: &Path, generated: &Path, packages: usize) -> InPlaceRow {
+    let tree = work.join("tree");
+    let cache = work.join("cache");
+    let stats = work.join("stats.json");
+    // Cold: each run from the generated tree and an empty cache.
+    let fresh = |_: usize| {
+        copy_tree(generated, &tree);
+        let _ = std::fs::remove_dir_all(&cache);
+        // SAFETY: sync(2) takes no arguments and cannot fail.
+        unsafe { libc::sync() };
+    };
+    let (cold_stdout, stdout, _, _) = time_median(
+        krender_in_place(&tree, &cache, &stats, &["-o", "stdout"]),
+        fresh,
+    );
+    check_builtins(&stdout, packages);
+    let (cold, _, _, cold_rss) = time_median(krender_in_place(&tree, &cache, &stats, &[]), fresh);
+    // The floor of the rendered tree, in the same run.
+    floor(&tree);
+    let (floor_time, files) = floor(&tree);
+    // The first render rewrote every file: a second one reaches the fixed
+    // point (and records the manifest) before "no change" is timed.
+    time_render_rss(&mut krender_in_place(&tree, &cache, &stats, &[]));
+    let (no_change, _) = time_render(krender_in_place(&tree, &cache, &stats, &[]));
+    let (leaf, _, _, _) = time_median(krender_in_place(&tree, &cache, &stats, &[]), |run| {
+        edit_leaf(&tree, packages, 30 + run);
+    });
+    let leaf_runs = pipelines_run(&stats);
+    // The last edit again, checked against a --no-cache render.
+    edit_leaf(&tree, packages, 90);
+    let reference = reference_copy(&tree, work);
+    time_render_rss(&mut krender_in_place(&tree, &cache, &stats, &[]));
+    assert_same_tree(&tree, &reference, "leaf edit");
+    let (root, _, _, _) = time_median(krender_in_place(&tree, &cache, &stats, &[]), |run| {
+        edit_root(&tree, 40 + run);
+    });
+    let root_runs = pipelines_run(&stats);
+    edit_root(&tree, 91);
+    let reference = reference_copy(&tree, work);
+    time_render_rss(&mut krender_in_place(&tree, &cache, &stats, &[]));
+    assert_same_tree(&tree, &reference, "root edit");
+    InPlaceRow {
+        packages,
+        files,
+        floor: floor_time,
+        cold,
+        cold_rss,
+        cold_stdout,
+        no_change,
+        leaf,
+        leaf_runs,
+        root,
+        root_runs,
+    }
+}
+
+fn print_in_place(rows: &[InPlaceRow]) {
+    println!();
+    println!(
+        "New process, in place (what CI and a shell run); ratios against the floor of the same tree, measured in this run:"
+    );
+    println!();
+    println!(
+        "| packages | files | floor | cold | cold / floor | cold -o stdout | in place / stdout | peak RSS cold | no change | / floor | leaf edit | / floor | pipelines run | root edit | / floor | pipelines run |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for row in rows {
+        let ratio = |time: Duration| time.as_secs_f64() / row.floor.as_secs_f64();
+        println!(
+            "| {} | {} | {} | {} | {:.1}× | {} | {:.2}× | {:.0} MB | {} | {:.1}× | {} | {:.1}× | {} of {} | {} | {:.1}× | {} of {} |",
+            row.packages,
+            row.files,
+            ms(row.floor),
+            ms(row.cold),
+            ratio(row.cold),
+            ms(row.cold_stdout),
+            row.cold.as_secs_f64() / row.cold_stdout.as_secs_f64(),
+            row.cold_rss,
+            ms(row.no_change),
+            ratio(row.no_change),
+            ms(row.leaf),
+            ratio(row.leaf),
+            row.leaf_runs,
+            row.packages,
+            ms(row.root),
+            ratio(row.root),
+            row.root_runs,
+            row.packages,
+        );
+    }
+}
+
 fn main() {
     let mut sizes = vec![100, 1_000];
     if std::env::var_os("KRENDER_BENCH_10K").is_some() {
@@ -399,6 +613,22 @@ fn main() {
         .unwrap_or(100);
     let has_kpt = kpt_available();
     let temp = tempfile::tempdir().unwrap();
+    let _ = Command::new(env!("CARGO_BIN_EXE_krender"))
+        .arg("--version")
+        .output();
+    let mut in_place_rows = Vec::new();
+    for &packages in &sizes {
+        let generated = temp.path().join(format!("in-place-{packages}"));
+        generate(&generated, packages, Pipeline::Builtins);
+        let work = temp.path().join(format!("in-place-work-{packages}"));
+        std::fs::create_dir_all(&work).unwrap();
+        in_place_rows.push(in_place(&work, &generated, packages));
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    print_in_place(&in_place_rows);
+    if std::env::var_os("KRENDER_BENCH_IN_PLACE_ONLY").is_some() {
+        return;
+    }
     let mut rows = Vec::new();
     for &packages in &sizes {
         let builtin_tree = temp.path().join(format!("builtins-{packages}"));
@@ -497,6 +727,8 @@ fn main() {
     }
 
     println!();
+    println!("The other paths (`-o stdout`, watch, exec functions, kpt):");
+    println!();
     println!(
         "| packages | files | floor (walk+read+blake3) | cold, builtins | warm, fn cache | no change (manifest) | no change / floor | leaf edit, new process | leaf edit, watch | watch edit / floor | pipelines re-run | watch session RSS | --no-cache | peak RSS cold | krender sed exec | exec floor (spawn + sed only) | krender exec / floor | kpt sed exec | kpt / krender (exec) | kpt-exec / krender-builtins cold | same bytes as kpt |"
     );
@@ -589,6 +821,7 @@ fn exec_floor(root: &Path, packages: usize) -> Duration {
                         args,
                         &inputs[pkg],
                         Duration::from_secs(60),
+                        &krender::runtime::cancel::Cancel::default(),
                     )
                     .unwrap();
                     assert_eq!(response.exit_code, 0, "sed failed");
