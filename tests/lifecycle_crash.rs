@@ -185,7 +185,8 @@ fn old_or_new(pkg: &Path, old: &Tree, new: &Tree, context: &str) -> bool {
     );
 }
 
-/// Polls until a commit's stage directory exists in `pkg` or `child` ends.
+/// Polls until a commit's journal (being written, or published) exists in
+/// `pkg` or `child` ends.
 fn wait_for_stage(pkg: &Path, child: &mut std::process::Child) {
     loop {
         let staging = std::fs::read_dir(pkg).is_ok_and(|entries| {
@@ -193,7 +194,7 @@ fn wait_for_stage(pkg: &Path, child: &mut std::process::Child) {
                 entry
                     .file_name()
                     .to_string_lossy()
-                    .starts_with(".krender-stage-")
+                    .starts_with(".krender-journal")
             })
         });
         if staging || !matches!(child.try_wait(), Ok(None)) {
@@ -292,7 +293,7 @@ fn kill_at_random_points_leaves_old_or_new_package() {
                     entry
                         .file_name()
                         .to_string_lossy()
-                        .starts_with(".krender-stage-")
+                        .starts_with(".krender-journal-")
                 })
         {
             mid_staging += 1;
@@ -470,14 +471,13 @@ fn interrupted_commits_of_nested_packages_are_recovered_first() {
     std::fs::write(root.join("Kptfile"), kptfile("root")).expect("write");
     std::fs::write(sub.join("Kptfile"), kptfile("sub")).expect("write");
     std::fs::write(sub.join("cm.yaml"), CM_OLD).expect("write");
-    // A render of `sub` killed after its commit point: the journal names a
-    // staged file not yet renamed into place.
-    let stage = sub.join(".krender-stage-1-1");
-    std::fs::create_dir_all(&stage).expect("mkdir");
-    std::fs::write(stage.join("cm.yaml"), CM_NEW).expect("write");
+    // A render of `sub` killed after its commit point: the journal holds a
+    // file not yet rewritten.
+    let mut changes = krender::lifecycle::draft::Changes::default();
+    changes.write("cm.yaml", CM_NEW);
     std::fs::write(
         sub.join(".krender-journal"),
-        r#"{"version":1,"stage":".krender-stage-1-1","writes":["cm.yaml"],"deletes":[]}"#,
+        krender::lifecycle::draft::journal_bytes(&changes),
     )
     .expect("write");
     // Rendering the enclosing package finishes that commit before reading.
@@ -509,7 +509,7 @@ fn interrupted_commits_of_nested_packages_are_recovered_first() {
 fn readers_never_read_over_an_unfinished_commit() {
     let temp = tempfile::tempdir().expect("tempdir");
     let pkg = temp.path().join("pkg");
-    std::fs::create_dir_all(pkg.join(".krender-stage-1/link")).expect("stage");
+    std::fs::create_dir_all(&pkg).expect("pkg");
     std::fs::write(
         pkg.join("Kptfile"),
         "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n",
@@ -520,10 +520,11 @@ fn readers_never_read_over_an_unfinished_commit() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
     )
     .expect("resource");
-    std::fs::write(pkg.join(".krender-stage-1/link/x.yaml"), "x: 1\n").expect("staged");
+    let mut changes = krender::lifecycle::draft::Changes::default();
+    changes.write("link/x.yaml", "x: 1\n");
     std::fs::write(
         pkg.join(".krender-journal"),
-        r#"{"version":1,"stage":".krender-stage-1","writes":["link/x.yaml"],"deletes":[]}"#,
+        krender::lifecycle::draft::journal_bytes(&changes),
     )
     .expect("journal");
     std::os::unix::fs::symlink("/nonexistent/dir", pkg.join("link")).expect("symlink");

@@ -267,8 +267,11 @@ fn render_and_apply(
             let pure = cached.as_ref().is_some_and(Caches::all_pure);
             // Output that did not reach its reader whole (`| head`) is
             // never recorded for replay.
+            // A render that wrote files did not leave the tree as it found
+            // it: there is nothing to record (and no tree to hash again).
             if let Some(check) = manifest
                 && pure
+                && written.files.is_empty()
                 && !out.failed
                 && !err.failed
             {

@@ -3,27 +3,35 @@
 //! A render (or `fn sink`) first collects its whole outcome as [`Changes`]
 //! (files to write, files to delete) and then [`commit`]s them:
 //!
-//! 1. **Stage.** Every new file is written and fsynced under
-//!    `<root>/.krender-stage-<pid>-<nonce>/<relative path>`; nothing the
-//!    package shows has changed yet, and a crash here leaves only the stage
-//!    directory, which recovery deletes (roll back).
-//! 2. **Commit point.** A journal naming the stage and every write and delete
-//!    is written to a temporary file, fsynced, and renamed (no-replace) to
+//! 1. **Journal.** One file, `<root>/.krender-journal-<pid>-<nonce>`, takes
+//!    the list of writes and deletes and the new bytes of every written
+//!    file, and is flushed. Nothing the package shows has changed yet; a
+//!    crash here leaves only that file, which recovery deletes (roll back).
+//! 2. **Commit point.** The journal is renamed (no-replace) to
 //!    `<root>/.krender-journal`. That rename is the single atomic step that
 //!    decides between old and new.
-//! 3. **Roll forward.** Each staged file is renamed over its target (each
-//!    rename is atomic), deleted files are unlinked, the touched directories
-//!    are fsynced, and finally the journal and the stage are removed.
+//! 3. **Roll forward.** Each written file is rewritten in place from the
+//!    journal's bytes, deleted files are unlinked, everything is flushed,
+//!    and finally the journal is removed.
 //!
 //! [`recover`] runs before every krender command reads or writes a package
 //! (under the package lock): with a journal it redoes step 3, which is
-//! idempotent (a staged file that is gone was already renamed); without one
-//! it deletes leftover stages. So after a `kill -9` at any instant, the next
+//! idempotent (rewriting a file with the same bytes); without one it
+//! deletes leftover journals. So after a `kill -9` at any instant, the next
 //! krender command sees exactly the complete old or the complete new
 //! package. (A process that is not krender and looks at the directory
 //! *during* the few milliseconds of step 3, or after a crash in it and
-//! before the next krender command, can see a mix; the journal says how it
-//! ends.)
+//! before the next krender command, can see a mix, as it can while kpt
+//! writes; the journal says how it ends.)
+//!
+//! Files are rewritten in place, as kpt writes them: a written file keeps
+//! its inode, permissions and hard links, and a commit creates one new
+//! file (the journal) however many it writes. Staging a copy of each file
+//! and renaming it over the target cost a new inode and a freed one per
+//! file, which dominated an in-place render on filesystems slow to
+//! allocate inodes. A symbolic link is replaced by a file (never written
+//! through), and a file krender may not write (read-only) is replaced by a
+//! new one with the same mode, as a rename would.
 //!
 //! Why not build a whole new package directory and swap it in with
 //! `renameat2(RENAME_EXCHANGE)`? That is atomic even for outside readers,
@@ -36,12 +44,11 @@
 //! never touched, and only changed files pay for staging.
 //!
 //! The flushes make the same guarantee hold across a power loss, not only a
-//! process crash: staged data is durable before the journal names it, and
-//! the renames are durable before the journal is removed. On Linux each of
-//! those is one `syncfs` of the package's filesystem (staged files and
-//! directories at once; the renames at once), so a commit costs a constant
-//! number of flushes, not one fsync per file and directory; elsewhere every
-//! file and directory is fsynced, on several threads.
+//! process crash: the journal is durable before its rename, and the
+//! rewritten files are durable before the journal is removed. On Linux the
+//! latter is one `syncfs` of the package's filesystem, so a commit costs a
+//! constant number of flushes, not one fsync per file and directory;
+//! elsewhere every file and directory is fsynced, on several threads.
 //!
 //! `-o DIR` output uses the simpler form [`commit_new_dir`]: the whole
 //! directory is staged beside its destination as `.krender-out-*` and
@@ -62,7 +69,8 @@ use super::error::LifecycleError;
 /// Prefix of every file or directory krender creates inside or beside a
 /// package.
 pub const RESERVED_PREFIX: &str = ".krender-";
-/// Prefix of a commit's staging directory inside the package root.
+/// Prefix of the staging directory of a commit by an earlier krender,
+/// which staged copies of the files: recovery removes such leftovers.
 pub const STAGE_PREFIX: &str = ".krender-stage-";
 /// Name of the commit journal inside the package root.
 pub const JOURNAL_NAME: &str = ".krender-journal";
@@ -127,15 +135,20 @@ impl Changes {
     }
 }
 
-/// The journal: what the roll-forward must do. Serialized as JSON because
-/// paths may hold any character but a NUL.
+/// The journal's header: what the roll-forward must do. Serialized as
+/// JSON because paths may hold any character but a NUL. On disk:
+/// [`JOURNAL_MAGIC`], the header's length (u64, little-endian), the header,
+/// then the bytes of every write in order.
 #[derive(Debug, Serialize, Deserialize)]
 struct Journal {
     version: u32,
-    stage: String,
-    writes: Vec<String>,
+    /// Package-relative path and length of each write.
+    writes: Vec<(String, u64)>,
     deletes: Vec<String>,
 }
+
+/// The first bytes of a journal.
+const JOURNAL_MAGIC: &[u8; 4] = b"KRJ2";
 
 /// What a commit (or a recovery's roll-forward) changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -170,6 +183,7 @@ pub fn commit(root: &Path, changes: &Changes) -> Result<CommitSummary, Lifecycle
     if changes.is_empty() {
         return Ok(CommitSummary::default());
     }
+    let _span = tracing::info_span!("commit", writes = changes.writes.len()).entered();
     let mut checked_parents = BTreeSet::new();
     for relative in changes.writes.keys() {
         check_write_target(root, relative, &mut checked_parents)?;
@@ -178,58 +192,35 @@ pub fn commit(root: &Path, changes: &Changes) -> Result<CommitSummary, Lifecycle
         check_relative(root, relative)?;
     }
     std::fs::create_dir_all(root).map_err(|error| LifecycleError::io(root, &error))?;
-    let txid = transaction_id();
-    let stage_name = format!("{STAGE_PREFIX}{txid}");
-    let stage = root.join(&stage_name);
-    let journal = Journal {
-        version: 1,
-        stage: stage_name,
-        writes: changes.writes.keys().cloned().collect(),
-        deletes: changes.deletes.iter().cloned().collect(),
-    };
-    let temp_journal = root.join(format!("{JOURNAL_TEMP_PREFIX}{txid}"));
-    let prepared = prepare(root, &stage, &temp_journal, changes, &journal);
-    if let Err(error) = prepared {
-        let _ = std::fs::remove_dir_all(&stage);
+    let journal = journal_of(changes);
+    let temp_journal = root.join(format!("{JOURNAL_TEMP_PREFIX}{}", transaction_id()));
+    if let Err(error) = publish(root, &temp_journal, &journal, changes) {
         let _ = std::fs::remove_file(&temp_journal);
         return Err(error);
     }
-    roll_forward(root, &journal)
+    let writes: Vec<(&str, &[u8])> = changes
+        .writes
+        .iter()
+        .map(|(relative, bytes)| (relative.as_str(), bytes.as_slice()))
+        .collect();
+    roll_forward(root, &writes, &journal.deletes)
 }
 
-/// Steps 1 and 2: stage, then publish the journal (the commit point).
-fn prepare(
+/// Steps 1 and 2: write the journal, then publish it (the commit point).
+fn publish(
     root: &Path,
-    stage: &Path,
     temp_journal: &Path,
-    changes: &Changes,
     journal: &Journal,
+    changes: &Changes,
 ) -> Result<(), LifecycleError> {
-    std::fs::create_dir(stage).map_err(|error| LifecycleError::io(stage, &error))?;
-    let mut stage_dirs = BTreeSet::new();
-    stage_dirs.insert(stage.to_path_buf());
-    for relative in changes.writes.keys() {
-        if let Some(parent) = stage.join(relative).parent()
-            && stage_dirs.insert(parent.to_path_buf())
-        {
-            std::fs::create_dir_all(parent).map_err(|error| LifecycleError::io(parent, &error))?;
-        }
+    let io = |error: std::io::Error| LifecycleError::io(temp_journal, &error);
+    let file = std::fs::File::create(temp_journal).map_err(io)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    write_journal(&mut out, journal, changes).map_err(io)?;
+    let file = out.into_inner().map_err(|error| io(error.into_error()))?;
+    if fsync_enabled() {
+        file.sync_all().map_err(io)?;
     }
-    let writes: Vec<(&String, &Vec<u8>)> = changes.writes.iter().collect();
-    stage_files(root, stage, &writes, !WHOLE_FILESYSTEM_FLUSH)?;
-    if WHOLE_FILESYSTEM_FLUSH {
-        // Every staged file and directory, in one flush.
-        flush_filesystem(stage)?;
-    } else {
-        for dir in with_ancestors(&stage_dirs, root) {
-            sync_dir(&dir)?;
-        }
-    }
-    let text = serde_json::to_vec(journal).map_err(|error| LifecycleError::Io {
-        path: temp_journal.to_path_buf(),
-        message: error.to_string(),
-    })?;
-    write_durably(temp_journal, &text, None)?;
     crash_point();
     let journal_path = root.join(JOURNAL_NAME);
     rename_no_replace(temp_journal, &journal_path).map_err(|error| {
@@ -245,85 +236,74 @@ fn prepare(
         }
     })?;
     // Past the commit point: whatever fails from here on leaves the journal
-    // for recovery to finish, so nothing below belongs to `prepare`.
+    // for recovery to finish, so nothing below belongs to `publish`.
     Ok(())
 }
 
-/// Writes and fsyncs the staged files on several threads. Each fsync
-/// waits for a journal commit of the filesystem; concurrent fsyncs share
-/// one commit (ext4/xfs group commit), so this costs a few disk flushes
-/// instead of one per file. The threads do I/O, not computation, so they
-/// do not compete for the two cores the way rayon workers would.
-fn stage_files(
-    root: &Path,
-    stage: &Path,
-    writes: &[(&String, &Vec<u8>)],
-    fsync_each: bool,
-) -> Result<(), LifecycleError> {
-    const STAGING_THREADS: usize = 8;
-    let chunk = writes.len().div_ceil(STAGING_THREADS).max(1);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = writes
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || -> Result<(), LifecycleError> {
-                    for (relative, bytes) in part {
-                        // Keep the replaced file's permissions, as an
-                        // in-place edit would.
-                        let permissions = std::fs::metadata(root.join(relative))
-                            .ok()
-                            .map(|metadata| metadata.permissions());
-                        write_file(&stage.join(relative), bytes, permissions, fsync_each)?;
-                        crash_point();
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        let mut result = Ok(());
-        for worker in workers {
-            let outcome = worker.join().unwrap_or_else(|_| {
-                Err(LifecycleError::Io {
-                    path: stage.to_path_buf(),
-                    message: "a staging thread panicked".to_owned(),
-                })
-            });
-            if result.is_ok() {
-                result = outcome;
-            }
-        }
-        result
-    })
+/// Writes the journal of `changes` (its header `journal`) to `out`.
+fn write_journal(
+    out: &mut impl std::io::Write,
+    journal: &Journal,
+    changes: &Changes,
+) -> std::io::Result<()> {
+    let header = serde_json::to_vec(journal).map_err(std::io::Error::other)?;
+    out.write_all(JOURNAL_MAGIC)?;
+    out.write_all(&(header.len() as u64).to_le_bytes())?;
+    out.write_all(&header)?;
+    for bytes in changes.writes.values() {
+        out.write_all(bytes)?;
+    }
+    Ok(())
+}
+
+/// The journal header of `changes`.
+fn journal_of(changes: &Changes) -> Journal {
+    Journal {
+        version: 2,
+        writes: changes
+            .writes
+            .iter()
+            .map(|(relative, bytes)| (relative.clone(), bytes.len() as u64))
+            .collect(),
+        deletes: changes.deletes.iter().cloned().collect(),
+    }
+}
+
+/// The bytes of the journal that commits `changes`: what a commit writes
+/// before its commit point. Placed at `<root>/.krender-journal` it is an
+/// interrupted commit that [`recover`] completes (tests build them so).
+pub fn journal_bytes(changes: &Changes) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write_journal(&mut bytes, &journal_of(changes), changes);
+    bytes
 }
 
 /// Step 3, idempotent: also what recovery runs for a found journal.
-fn roll_forward(root: &Path, journal: &Journal) -> Result<CommitSummary, LifecycleError> {
+fn roll_forward(
+    root: &Path,
+    writes: &[(&str, &[u8])],
+    deletes: &[String],
+) -> Result<CommitSummary, LifecycleError> {
     // The journal's directory entry is durable before anything it names
-    // moves.
+    // changes.
     sync_dir(root)?;
     crash_point();
-    let stage = root.join(&journal.stage);
-    let mut touched = BTreeSet::new();
-    let mut summary = CommitSummary::default();
-    for relative in &journal.writes {
-        let from = stage.join(relative);
-        let to = root.join(relative);
-        let parent = to.parent().unwrap_or(root).to_path_buf();
-        if !touched.contains(&parent) {
+    let mut parents = BTreeSet::new();
+    for (relative, _) in writes {
+        let parent = root.join(relative).parent().unwrap_or(root).to_path_buf();
+        if parents.insert(parent.clone()) {
             std::fs::create_dir_all(&parent)
                 .map_err(|error| LifecycleError::io(&parent, &error))?;
-            touched.insert(parent);
         }
-        match std::fs::rename(&from, &to) {
-            Ok(()) => summary.written += 1,
-            // Renamed before the interruption: the source is gone and the
-            // target's parent exists (created just above).
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(LifecycleError::io(&to, &error)),
-        }
-        crash_point();
     }
-    for relative in &journal.deletes {
+    write_files(root, writes, !WHOLE_FILESYSTEM_FLUSH)?;
+    let mut summary = CommitSummary {
+        written: writes.len(),
+        deleted: 0,
+    };
+    let mut touched = parents;
+    for relative in deletes {
         let target = root.join(relative);
         match std::fs::remove_file(&target) {
             Ok(()) => summary.deleted += 1,
@@ -349,10 +329,83 @@ fn roll_forward(root: &Path, journal: &Journal) -> Result<CommitSummary, Lifecyc
         .map_err(|error| LifecycleError::io(&journal_path, &error))?;
     sync_dir(root)?;
     crash_point();
-    // Only empty directories are left in the stage; a failure to remove them
-    // is harmless (recovery removes stages without a journal).
-    let _ = std::fs::remove_dir_all(&stage);
     Ok(summary)
+}
+
+/// Rewrites the files in place on several threads: the writes are I/O,
+/// not computation, so they do not compete for the cores the way rayon
+/// workers would, and concurrent fsyncs (where each file is fsynced) share
+/// the filesystem's journal commits.
+fn write_files(
+    root: &Path,
+    writes: &[(&str, &[u8])],
+    fsync_each: bool,
+) -> Result<(), LifecycleError> {
+    const WRITING_THREADS: usize = 8;
+    let chunk = writes.len().div_ceil(WRITING_THREADS).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = writes
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || -> Result<(), LifecycleError> {
+                    for (relative, bytes) in part {
+                        write_in_place(&root.join(relative), bytes, fsync_each)?;
+                        crash_point();
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        let mut result = Ok(());
+        for worker in workers {
+            let outcome = worker.join().unwrap_or_else(|_| {
+                Err(LifecycleError::Io {
+                    path: root.to_path_buf(),
+                    message: "a writing thread panicked".to_owned(),
+                })
+            });
+            if result.is_ok() {
+                result = outcome;
+            }
+        }
+        result
+    })
+}
+
+/// Gives `path` the contents `bytes`, keeping its inode when it is a file
+/// krender may write; a symbolic link, or a file it may not write, is
+/// replaced by a new file (with the old file's mode).
+fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), LifecycleError> {
+    use std::io::Write;
+    let io = |error: std::io::Error| LifecycleError::io(path, &error);
+    let mut mode = None;
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        std::fs::remove_file(path).map_err(io)?;
+    }
+    let open = |path: &Path| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+    };
+    let mut file = match open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+            mode = Some(std::fs::metadata(path).map_err(io)?.permissions());
+            std::fs::remove_file(path).map_err(io)?;
+            open(path).map_err(io)?
+        }
+        Err(error) => return Err(io(error)),
+    };
+    file.write_all(bytes).map_err(io)?;
+    if let Some(mode) = mode {
+        file.set_permissions(mode).map_err(io)?;
+    }
+    if fsync && fsync_enabled() {
+        file.sync_all().map_err(io)?;
+    }
+    Ok(())
 }
 
 /// Brings the package at `root` to a consistent state after an interrupted
@@ -362,8 +415,17 @@ pub fn recover(root: &Path) -> Result<Recovery, LifecycleError> {
     let journal_path = root.join(JOURNAL_NAME);
     match std::fs::read(&journal_path) {
         Ok(bytes) => {
-            let journal = parse_journal(root, &journal_path, &bytes)?;
-            let summary = roll_forward(root, &journal)?;
+            let (journal, contents) = parse_journal(root, &journal_path, &bytes)?;
+            let mut writes = Vec::with_capacity(journal.writes.len());
+            let mut rest = contents;
+            for (relative, len) in &journal.writes {
+                // Lengths were checked against the file's in `parse_journal`.
+                let (bytes, tail) =
+                    rest.split_at(usize::try_from(*len).unwrap_or(usize::MAX).min(rest.len()));
+                writes.push((relative.as_str(), bytes));
+                rest = tail;
+            }
+            let summary = roll_forward(root, &writes, &journal.deletes)?;
             remove_leftovers(root)?;
             Ok(Recovery::RolledForward(summary))
         }
@@ -395,26 +457,51 @@ pub fn needs_recovery(root: &Path) -> bool {
     })
 }
 
-fn parse_journal(root: &Path, path: &Path, bytes: &[u8]) -> Result<Journal, LifecycleError> {
+/// The journal's header and the bytes of its writes.
+fn parse_journal<'a>(
+    root: &Path,
+    path: &Path,
+    bytes: &'a [u8],
+) -> Result<(Journal, &'a [u8]), LifecycleError> {
     let corrupt = |message: String| LifecycleError::JournalCorrupt {
         path: path.to_path_buf(),
         message,
     };
+    let rest = bytes
+        .strip_prefix(JOURNAL_MAGIC.as_slice())
+        .ok_or_else(|| corrupt("not a krender journal (or one of another version)".to_owned()))?;
+    let (len, rest) = rest
+        .split_first_chunk::<8>()
+        .ok_or_else(|| corrupt("truncated header".to_owned()))?;
+    let len = usize::try_from(u64::from_le_bytes(*len)).unwrap_or(usize::MAX);
+    if rest.len() < len {
+        return Err(corrupt("truncated header".to_owned()));
+    }
+    let (header, contents) = rest.split_at(len);
     let journal: Journal =
-        serde_json::from_slice(bytes).map_err(|error| corrupt(error.to_string()))?;
-    if journal.version != 1 {
+        serde_json::from_slice(header).map_err(|error| corrupt(error.to_string()))?;
+    if journal.version != 2 {
         return Err(corrupt(format!("unknown version {}", journal.version)));
     }
-    let stage_ok = journal.stage.starts_with(STAGE_PREFIX)
-        && !journal.stage.contains('/')
-        && journal.stage != "..";
-    if !stage_ok {
-        return Err(corrupt(format!("invalid stage name {:?}", journal.stage)));
+    let expected = journal
+        .writes
+        .iter()
+        .try_fold(0u64, |sum, (_, len)| sum.checked_add(*len));
+    if expected != Some(contents.len() as u64) {
+        return Err(corrupt(format!(
+            "holds {} bytes of file contents, its header names {expected:?}",
+            contents.len()
+        )));
     }
-    for relative in journal.writes.iter().chain(&journal.deletes) {
+    for relative in journal
+        .writes
+        .iter()
+        .map(|(relative, _)| relative)
+        .chain(&journal.deletes)
+    {
         check_relative(root, relative).map_err(|error| corrupt(error.to_string()))?;
     }
-    Ok(journal)
+    Ok((journal, contents))
 }
 
 /// Removes stages and temporary journals of commits that never reached
@@ -487,9 +574,11 @@ fn stage_new_dir(
             std::fs::create_dir_all(parent).map_err(|error| LifecycleError::io(parent, &error))?;
         }
     }
-    let writes: Vec<(&String, &Vec<u8>)> = files.iter().collect();
-    // `dir` does not exist: no permissions to keep.
-    stage_files(dir, stage, &writes, !WHOLE_FILESYSTEM_FLUSH)?;
+    let writes: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(relative, bytes)| (relative.as_str(), bytes.as_slice()))
+        .collect();
+    write_files(stage, &writes, !WHOLE_FILESYSTEM_FLUSH)?;
     if WHOLE_FILESYSTEM_FLUSH {
         flush_filesystem(stage)?;
     } else {
@@ -978,42 +1067,83 @@ mod tests {
         let root = temp.path();
         std::fs::write(root.join("a.yaml"), "old a\n").unwrap();
         std::fs::write(root.join("b.yaml"), "old b\n").unwrap();
+        std::fs::write(root.join("c.yaml"), "old c\n").unwrap();
         // A commit interrupted after its commit point, with a.yaml already
-        // renamed and b.yaml still staged.
-        let stage = root.join(".krender-stage-1-1");
-        std::fs::create_dir(&stage).unwrap();
-        std::fs::write(stage.join("b.yaml"), "new b\n").unwrap();
+        // rewritten and b.yaml cut short.
+        let mut changes = Changes::default();
+        changes.write("a.yaml", "new a\n");
+        changes.write("b.yaml", "new b\n");
+        changes.write("sub/d.yaml", "new d\n");
+        changes.delete("c.yaml");
+        std::fs::write(root.join(JOURNAL_NAME), journal_bytes(&changes)).unwrap();
         std::fs::write(root.join("a.yaml"), "new a\n").unwrap();
-        let journal = r#"{"version":1,"stage":".krender-stage-1-1","writes":["a.yaml","b.yaml"],"deletes":["c.yaml"]}"#;
-        std::fs::write(root.join(JOURNAL_NAME), journal).unwrap();
+        std::fs::write(root.join("b.yaml"), "ne").unwrap();
         let recovery = recover(root).unwrap();
         assert_eq!(
             recovery,
             Recovery::RolledForward(CommitSummary {
-                written: 1,
-                deleted: 0
+                written: 3,
+                deleted: 1
             })
         );
         assert_eq!(std::fs::read(root.join("b.yaml")).unwrap(), b"new b\n");
+        assert_eq!(std::fs::read(root.join("sub/d.yaml")).unwrap(), b"new d\n");
+        assert!(!root.join("c.yaml").exists());
         assert!(leftovers(root).is_empty());
-        // A stage without a journal never reached its commit point.
+        // A journal never published, and an earlier krender's stage, never
+        // reached their commit point.
         let stage = root.join(".krender-stage-2-2");
         std::fs::create_dir(&stage).unwrap();
         std::fs::write(stage.join("a.yaml"), "newer\n").unwrap();
-        std::fs::write(root.join(".krender-journal-2-2"), "{").unwrap();
+        std::fs::write(root.join(".krender-journal-2-2"), "KRJ2").unwrap();
         assert_eq!(recover(root).unwrap(), Recovery::RolledBack { removed: 2 });
         assert_eq!(std::fs::read(root.join("a.yaml")).unwrap(), b"new a\n");
         assert!(leftovers(root).is_empty());
     }
 
     #[test]
+    fn a_journal_whose_contents_do_not_match_its_header_is_corrupt() {
+        let temp = tempfile::tempdir().unwrap();
+        let mut changes = Changes::default();
+        changes.write("a.yaml", "new a\n");
+        let mut bytes = journal_bytes(&changes);
+        bytes.pop();
+        std::fs::write(temp.path().join(JOURNAL_NAME), bytes).unwrap();
+        let error = recover(temp.path()).unwrap_err();
+        assert!(
+            matches!(error, LifecycleError::JournalCorrupt { .. }),
+            "{error}"
+        );
+        assert!(!temp.path().join("a.yaml").exists());
+    }
+
+    #[test]
+    fn a_commit_keeps_inodes_modes_and_replaces_symlinks_and_read_only_files() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        std::fs::write(root.join("a.yaml"), "old\n").unwrap();
+        std::fs::set_permissions(root.join("a.yaml"), std::fs::Permissions::from_mode(0o640))
+            .unwrap();
+        std::fs::write(root.join("ro.yaml"), "old\n").unwrap();
+        std::fs::set_permissions(root.join("ro.yaml"), std::fs::Permissions::from_mode(0o444))
+            .unwrap();
+        let inode = std::fs::metadata(root.join("a.yaml")).unwrap().ino();
+        let mut changes = Changes::default();
+        changes.write("a.yaml", "new\n");
+        changes.write("ro.yaml", "new\n");
+        commit(root, &changes).unwrap();
+        let meta = std::fs::metadata(root.join("a.yaml")).unwrap();
+        assert_eq!((meta.ino(), meta.mode() & 0o777), (inode, 0o640));
+        assert_eq!(std::fs::read(root.join("ro.yaml")).unwrap(), b"new\n");
+        let mode = std::fs::metadata(root.join("ro.yaml")).unwrap().mode();
+        assert_eq!(mode & 0o777, 0o444);
+    }
+
+    #[test]
     fn corrupt_journal_is_an_error_naming_it() {
         let temp = tempfile::tempdir().unwrap();
-        std::fs::write(
-            temp.path().join(JOURNAL_NAME),
-            "{\"version\":1,\"stage\":\"../x\"",
-        )
-        .unwrap();
+        std::fs::write(temp.path().join(JOURNAL_NAME), "KRJ2{\"version\":2").unwrap();
         let error = recover(temp.path()).unwrap_err();
         assert!(error.to_string().contains(".krender-journal"), "{error}");
     }

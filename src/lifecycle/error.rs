@@ -49,9 +49,7 @@ pub enum LifecycleError {
     #[error("{}: unreadable commit journal: {message}", path.display())]
     #[diagnostic(
         code(krender::lifecycle::journal_corrupt),
-        help(
-            "the package may be half-updated; inspect it, then delete the journal and the .krender-stage-* directories"
-        )
+        help("the package may be half-updated; inspect it, then delete the journal")
     )]
     JournalCorrupt {
         /// The journal file.

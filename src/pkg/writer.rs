@@ -170,6 +170,7 @@ pub fn plan_package(
     resources: &[Node],
     files_read: &[String],
 ) -> Result<Changes, WriteError> {
+    let _span = tracing::info_span!("plan").entered();
     let files = render_files(resources)?;
     let mut changes = Changes::default();
     for relative in files_read {
