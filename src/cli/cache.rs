@@ -25,16 +25,17 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
     let result = match command {
         CacheCommand::Stats(_) => summarize(&dir).and_then(|summary| {
             let manifests = summarize(&store_dir(&dir))?;
-            let actions = summarize(&crate::engine::actions::store_dir(&dir))?;
+            let (runs, run_bytes) = crate::engine::actions::summarize(&dir).map_err(|error| {
+                crate::engine::cache::CacheError::Cacache {
+                    dir: crate::engine::actions::store_dir(&dir),
+                    source: cacache::Error::IoError(error, "reading package runs".to_owned()),
+                }
+            })?;
             let _ = writeln!(out, "cache: {}", dir.display());
             let _ = writeln!(out, "entries: {}", summary.entries);
             let _ = writeln!(out, "bytes: {}", summary.bytes);
             let _ = writeln!(out, "manifests: {}", manifests.entries);
-            let _ = writeln!(
-                out,
-                "package runs: {} ({} bytes)",
-                actions.entries, actions.bytes
-            );
+            let _ = writeln!(out, "package runs: {runs} ({run_bytes} bytes)");
             Ok(())
         }),
         CacheCommand::Prune(prune_args) => {

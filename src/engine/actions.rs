@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cache::{CachePolicy, build_identity, write_entry_with};
+use super::cache::{CachePolicy, build_identity};
+use super::packs::{self, Corrupt, PackStore};
 use crate::hydrate::results::{FnResult, ResultItems, StepRecord};
 use crate::hydrate::{PackageRun, RenderOptions};
 use crate::pkg::kptfile::{self, Function, Kptfile};
@@ -92,7 +93,9 @@ pub struct ActionStats {
 }
 
 /// The store of package runs inside a cache directory, apart from the
-/// function results (as the manifests are).
+/// function results (as the manifests are): a pack store
+/// ([`super::packs`]), since cacache's file per entry made storing a cold
+/// render's runs cost more than running them.
 pub fn store_dir(cache_dir: &Path) -> PathBuf {
     cache_dir.join("actions")
 }
@@ -100,7 +103,7 @@ pub fn store_dir(cache_dir: &Path) -> PathBuf {
 /// The action cache in a cacache directory ([`store_dir`] of the function
 /// cache's).
 pub struct ActionCache {
-    dir: PathBuf,
+    store: PackStore,
     policy: CachePolicy,
     build: String,
     /// Function identities by target: an executable's digest is read once
@@ -117,7 +120,7 @@ impl ActionCache {
     /// `policy`.
     pub fn new(cache_dir: &Path, policy: CachePolicy) -> ActionCache {
         ActionCache {
-            dir: store_dir(cache_dir),
+            store: PackStore::open(store_dir(cache_dir)),
             policy,
             build: build_identity(),
             identities: Mutex::default(),
@@ -211,16 +214,15 @@ impl ActionCache {
         identity
     }
 
-    /// Reads the run stored under `key`; a corrupt entry is dropped.
+    /// Reads the run stored under `key`; a corrupt entry is not served.
     pub(crate) fn lookup(&self, key: &str) -> Option<CachedRun> {
-        let entry = match cacache::read_sync(&self.dir, key) {
-            Ok(entry) => entry,
-            Err(cacache::Error::EntryNotFound(..)) => {
+        let entry = match self.store.get(key) {
+            Ok(Some(entry)) => entry,
+            Ok(None) => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
                 return None;
             }
-            Err(error) => {
-                tracing::debug!(target: "krender::actions", %error, "action cache read failed");
+            Err(Corrupt) => {
                 self.drop_corrupt(key);
                 return None;
             }
@@ -237,23 +239,19 @@ impl ActionCache {
         }
     }
 
-    /// Drops the entry under `key` (corrupt: it is recomputed).
+    /// Counts the entry under `key` as corrupt: it is not served, and the
+    /// run that replaces it supersedes it in the store.
     pub(crate) fn drop_corrupt(&self, key: &str) {
         self.corrupt.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(target: "krender::actions", key, "dropping corrupt action cache entry");
-        if let Ok(Some(meta)) = cacache::metadata_sync(&self.dir, key) {
-            let _ = cacache::remove_hash_sync(&self.dir, &meta.integrity);
-        }
-        let _ = cacache::remove_sync(&self.dir, key);
+        tracing::warn!(target: "krender::actions", key, "ignoring a corrupt action cache entry");
     }
 
     /// Stores a successful run whose output encodes to `output` (see
     /// [`encode_output`]). A failure to store only costs the next render.
     pub(crate) fn store(&self, key: &str, run: &PackageRun, output: &[u8], digest: blake3::Hash) {
         let head = encode_head(run, digest);
-        let written = write_entry_with(&self.dir, key, &[&head, output], cacache::Algorithm::Xxh3);
-        match written {
-            Ok(_) => {
+        match self.store.put(key, &[&head, output]) {
+            Ok(()) => {
                 self.stores.fetch_add(1, Ordering::Relaxed);
             }
             Err(error) => {
@@ -261,6 +259,24 @@ impl ActionCache {
             }
         }
     }
+
+    /// Publishes the runs stored so far to other processes.
+    pub fn finish(&self) {
+        if let Err(error) = self.store.finish() {
+            tracing::debug!(target: "krender::actions", %error, "writing the action index failed");
+        }
+    }
+}
+
+/// The entries in the action store of `cache_dir` and their bytes.
+pub fn summarize(cache_dir: &Path) -> std::io::Result<(u64, u64)> {
+    packs::summarize(&store_dir(cache_dir))
+}
+
+/// Removes the stored runs last written before `cutoff`; returns (entries
+/// removed, entries kept).
+pub fn prune(cache_dir: &Path, cutoff: std::time::SystemTime) -> std::io::Result<(u64, u64)> {
+    packs::prune(&store_dir(cache_dir), cutoff)
 }
 
 /// The binary form of a run's output and its digest.

@@ -471,18 +471,6 @@ pub(crate) fn write_entry(dir: &Path, key: &str, bytes: &[u8]) -> cacache::Resul
 /// other (a manifest holds a whole tree's output: joining its parts first
 /// put another copy of it on the render's peak memory).
 pub(crate) fn write_entry_parts(dir: &Path, key: &str, parts: &[&[u8]]) -> cacache::Result<()> {
-    write_entry_with(dir, key, parts, cacache::Algorithm::Sha256)
-}
-
-/// [`write_entry_parts`] with the integrity `algorithm` cacache checks on
-/// every read (the action cache takes xxh3: its entries are large and read
-/// often, and it guards against corruption, not an adversary).
-pub(crate) fn write_entry_with(
-    dir: &Path,
-    key: &str,
-    parts: &[&[u8]],
-    algorithm: cacache::Algorithm,
-) -> cacache::Result<()> {
     use std::io::Write as _;
     let size: usize = parts.iter().map(|part| part.len()).sum();
     // cacache maps an entry of a known size up to 1 MiB and then takes
@@ -495,10 +483,7 @@ pub(crate) fn write_entry_with(
     } else {
         parts
     };
-    let mut writer = cacache::WriteOpts::new()
-        .algorithm(algorithm)
-        .size(size)
-        .open_sync(dir, key)?;
+    let mut writer = cacache::WriteOpts::new().size(size).open_sync(dir, key)?;
     for part in parts {
         writer.write_all(part).map_err(|source| {
             cacache::Error::IoError(source, format!("writing cache entry {key}"))
@@ -545,8 +530,8 @@ pub struct PruneSummary {
     pub kept: u64,
 }
 
-/// Removes the entries of `dir` (and of its manifest store) written more
-/// than `max_age` ago, with their content. Content shared with a kept entry
+/// Removes the entries of `dir` (and of its manifest and package-run
+/// stores) written more than `max_age` ago, with their content. Content shared with a kept entry
 /// may go too; such an entry then fails its integrity check on the next
 /// read and is recomputed, never served wrong.
 pub fn prune(dir: &Path, max_age: std::time::Duration) -> Result<PruneSummary, CacheError> {
@@ -555,11 +540,17 @@ pub fn prune(dir: &Path, max_age: std::time::Duration) -> Result<PruneSummary, C
         .map_or(0, |since| since.as_millis());
     let cutoff = now.saturating_sub(max_age.as_millis());
     let mut summary = PruneSummary::default();
-    for store in [
-        dir.to_path_buf(),
-        super::manifest::store_dir(dir),
-        super::actions::store_dir(dir),
-    ] {
+    let cutoff_time = std::time::SystemTime::now()
+        .checked_sub(max_age)
+        .unwrap_or(std::time::UNIX_EPOCH);
+    let (removed, kept) =
+        super::actions::prune(dir, cutoff_time).map_err(|error| CacheError::Cacache {
+            dir: super::actions::store_dir(dir),
+            source: cacache::Error::IoError(error, "pruning package runs".to_owned()),
+        })?;
+    summary.removed += removed;
+    summary.kept += kept;
+    for store in [dir.to_path_buf(), super::manifest::store_dir(dir)] {
         if !store.join("index-v5").exists() {
             continue;
         }

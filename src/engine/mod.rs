@@ -6,5 +6,6 @@ pub mod db;
 pub mod levels;
 pub mod manifest;
 pub mod oneshot;
+pub(crate) mod packs;
 pub mod session;
 pub mod stamps;

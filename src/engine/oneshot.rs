@@ -57,7 +57,13 @@ pub fn render_once(
     } else {
         let reader = files.map(FileStamps::reader);
         match scan_tree(&context.root, &root_kptfile, reader.as_ref()) {
-            Some(scanned) => run_levels(context, scanned, jobs, progress, &mut stats),
+            Some(scanned) => {
+                let runs = run_levels(context, scanned, jobs, progress, &mut stats);
+                if let Some(actions) = &context.actions {
+                    actions.finish();
+                }
+                runs
+            }
             // The walk reads the tree itself and reports what is wrong.
             None => Precomputed::default(),
         }
