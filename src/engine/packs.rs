@@ -227,7 +227,10 @@ fn load_index(dir: &Path) -> HashMap<String, Location> {
 /// leaves them as they are).
 fn merge(dir: &Path, files: &[PathBuf], index: &HashMap<String, Location>) {
     let mut lines = String::new();
-    for (key, at) in index {
+    // Sorted, so that the merged file does not depend on hash order.
+    let mut entries: Vec<(&String, &Location)> = index.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    for (key, at) in entries {
         lines.push_str(&format!(
             "{key} {} {} {} {}\n",
             at.pack,
