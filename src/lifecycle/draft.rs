@@ -214,27 +214,32 @@ fn publish(
     changes: &Changes,
 ) -> Result<(), LifecycleError> {
     let io = |error: std::io::Error| LifecycleError::io(temp_journal, &error);
+    fault(temp_journal).map_err(io)?;
     let file = std::fs::File::create(temp_journal).map_err(io)?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    fault(temp_journal).map_err(io)?;
     write_journal(&mut out, journal, changes).map_err(io)?;
     let file = out.into_inner().map_err(|error| io(error.into_error()))?;
+    fault(temp_journal).map_err(io)?;
     if fsync_enabled() {
         file.sync_all().map_err(io)?;
     }
     crash_point();
     let journal_path = root.join(JOURNAL_NAME);
-    rename_no_replace(temp_journal, &journal_path).map_err(|error| {
-        if error.kind() == std::io::ErrorKind::AlreadyExists {
-            LifecycleError::Io {
-                path: journal_path.clone(),
-                message: "another commit is in progress or was interrupted; \
+    fault(&journal_path)
+        .and_then(|()| rename_no_replace(temp_journal, &journal_path))
+        .map_err(|error| {
+            if error.kind() == std::io::ErrorKind::AlreadyExists {
+                LifecycleError::Io {
+                    path: journal_path.clone(),
+                    message: "another commit is in progress or was interrupted; \
                           the next `krender fn render` of this package recovers it"
-                    .to_owned(),
+                        .to_owned(),
+                }
+            } else {
+                LifecycleError::io(&journal_path, &error)
             }
-        } else {
-            LifecycleError::io(&journal_path, &error)
-        }
-    })?;
+        })?;
     // Past the commit point: whatever fails from here on leaves the journal
     // for recovery to finish, so nothing below belongs to `publish`.
     Ok(())
@@ -287,13 +292,15 @@ fn roll_forward(
 ) -> Result<CommitSummary, LifecycleError> {
     // The journal's directory entry is durable before anything it names
     // changes.
+    fault(root).map_err(|error| LifecycleError::io(root, &error))?;
     sync_dir(root)?;
     crash_point();
     let mut parents = BTreeSet::new();
     for (relative, _) in writes {
         let parent = root.join(relative).parent().unwrap_or(root).to_path_buf();
         if parents.insert(parent.clone()) {
-            std::fs::create_dir_all(&parent)
+            fault(&parent)
+                .and_then(|()| std::fs::create_dir_all(&parent))
                 .map_err(|error| LifecycleError::io(&parent, &error))?;
         }
     }
@@ -305,7 +312,7 @@ fn roll_forward(
     let mut touched = parents;
     for relative in deletes {
         let target = root.join(relative);
-        match std::fs::remove_file(&target) {
+        match fault(&target).and_then(|()| std::fs::remove_file(&target)) {
             Ok(()) => summary.deleted += 1,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => return Err(LifecycleError::io(&target, &error)),
@@ -315,6 +322,7 @@ fn roll_forward(
         }
         crash_point();
     }
+    fault(root).map_err(|error| LifecycleError::io(root, &error))?;
     if WHOLE_FILESYSTEM_FLUSH {
         flush_filesystem(root)?;
     } else {
@@ -325,7 +333,8 @@ fn roll_forward(
         }
     }
     let journal_path = root.join(JOURNAL_NAME);
-    std::fs::remove_file(&journal_path)
+    fault(&journal_path)
+        .and_then(|()| std::fs::remove_file(&journal_path))
         .map_err(|error| LifecycleError::io(&journal_path, &error))?;
     sync_dir(root)?;
     crash_point();
@@ -378,6 +387,7 @@ fn write_files(
 fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), LifecycleError> {
     use std::io::Write;
     let io = |error: std::io::Error| LifecycleError::io(path, &error);
+    fault(path).map_err(io)?;
     let mut mode = None;
     if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
         std::fs::remove_file(path).map_err(io)?;
@@ -398,6 +408,7 @@ fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), Lifecycl
         }
         Err(error) => return Err(io(error)),
     };
+    fault(path).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
     if let Some(mode) = mode {
         file.set_permissions(mode).map_err(io)?;
@@ -881,6 +892,26 @@ fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::rename(from, to)
 }
 
+/// Unit-test hook: an I/O failure injected at the N-th file operation of a
+/// commit under the armed root ([`tests`]); nothing in other builds.
+fn fault(path: &Path) -> std::io::Result<()> {
+    #[cfg(test)]
+    {
+        if let Ok(mut armed) = tests::FAULT.lock()
+            && let Some((root, left)) = armed.as_mut()
+            && path.starts_with(&*root)
+        {
+            if *left == 0 {
+                *armed = None;
+                return Err(std::io::Error::other("injected I/O failure"));
+            }
+            *left -= 1;
+        }
+    }
+    let _ = path;
+    Ok(())
+}
+
 /// Test hook for the crash-safety tests: with `KRENDER_TEST_CRASH_AFTER=N`
 /// in a debug build, the process kills itself with SIGKILL at the N-th
 /// (0-based) step boundary of a commit, exactly as an outside `kill -9`
@@ -1099,6 +1130,68 @@ mod tests {
         assert_eq!(recover(root).unwrap(), Recovery::RolledBack { removed: 2 });
         assert_eq!(std::fs::read(root.join("a.yaml")).unwrap(), b"new a\n");
         assert!(leftovers(root).is_empty());
+    }
+
+    /// Where [`super::fault`] fails: commits under the root, after this
+    /// many operations.
+    pub(super) static FAULT: std::sync::Mutex<Option<(PathBuf, usize)>> =
+        std::sync::Mutex::new(None);
+
+    /// An I/O failure at every file operation of a commit in turn: the
+    /// commit fails or succeeds, and after the next command's recovery (the
+    /// fault gone) the package is exactly the old or the new one, with
+    /// nothing left behind; a successful commit always leaves the new one.
+    #[test]
+    fn an_io_failure_at_any_step_leaves_old_or_new_after_recovery() {
+        let old: BTreeMap<String, Vec<u8>> = [
+            ("a.yaml", "old a\n"),
+            ("gone.yaml", "to delete\n"),
+            ("keep.yaml", "kept\n"),
+        ]
+        .into_iter()
+        .map(|(path, text)| (path.to_owned(), text.as_bytes().to_vec()))
+        .collect();
+        let mut changes = Changes::default();
+        changes.write("a.yaml", "new a\n");
+        changes.write("sub/deep/b.yaml", "new b\n");
+        changes.write("c.yaml", "new c\n");
+        changes.delete("gone.yaml");
+        let mut new = old.clone();
+        new.remove("gone.yaml");
+        for (path, bytes) in changes.writes() {
+            new.insert(path.clone(), bytes.clone());
+        }
+        let mut outcomes = (0, 0);
+        for step in 0.. {
+            let temp = tempfile::tempdir().unwrap();
+            let root = temp.path().join("pkg");
+            for (path, bytes) in &old {
+                std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+                std::fs::write(root.join(path), bytes).unwrap();
+            }
+            *FAULT.lock().unwrap() = Some((root.clone(), step));
+            let result = commit(&root, &changes);
+            let fired = FAULT.lock().unwrap().take().is_none();
+            recover(&root).unwrap();
+            let now = tree(&root);
+            assert!(now == old || now == new, "step {step}: {now:?}");
+            assert!(leftovers(&root).is_empty(), "step {step}");
+            match result {
+                Ok(_) => assert_eq!(now, new, "step {step}"),
+                Err(_) => assert!(fired, "step {step}: failed without the fault"),
+            }
+            if now == new {
+                outcomes.1 += 1
+            } else {
+                outcomes.0 += 1
+            }
+            if !fired {
+                // The commit ran out of operations before the fault.
+                assert!(step > 5, "only {step} fault points");
+                break;
+            }
+        }
+        assert!(outcomes.0 > 0 && outcomes.1 > 0, "{outcomes:?}");
     }
 
     #[test]
