@@ -13,7 +13,7 @@
 //! digest still lets its parent hit.
 //!
 //! A value holds the run's log, its step records and results, and its
-//! output in the binary node form ([`crate::yaml::binary`]), decoded only
+//! output in the binary node form (`yaml::binary`), decoded only
 //! when a parent that runs needs it. An entry that fails cacache's
 //! integrity check or does not decode is dropped and recomputed, never
 //! served.
@@ -94,7 +94,7 @@ pub struct ActionStats {
 
 /// The store of package runs inside a cache directory, apart from the
 /// function results (as the manifests are): a pack store
-/// ([`super::packs`]), since cacache's file per entry made storing a cold
+/// (`engine::packs`), since cacache's file per entry made storing a cold
 /// render's runs cost more than running them.
 pub fn store_dir(cache_dir: &Path) -> PathBuf {
     cache_dir.join("actions")

@@ -39,7 +39,7 @@ pub struct OnceStats {
 }
 
 /// Renders the tree at `context.root` once, printing kpt's progress lines to
-/// `log`. The result is what [`hydrate::hydrate`] returns, and what ran.
+/// `log`. The result is what [`hydrate::hydrate_with`] returns, and what ran.
 /// `files` are stamps of files read just before (the CLI's manifest
 /// snapshot): the unchanged ones are not read again.
 pub fn render_once(

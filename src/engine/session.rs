@@ -313,7 +313,7 @@ impl RenderSession {
     }
 
     /// Renders the tree as of the last refresh, printing kpt's progress
-    /// lines to `log`. The result is what [`hydrate::hydrate`] returns.
+    /// lines to `log`. The result is what [`hydrate::hydrate_with`] returns.
     pub fn render(&self, root_kptfile: Kptfile, log: &mut dyn Write) -> RenderOutcome {
         let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
         let precomputed = if self.complete && !bfs {

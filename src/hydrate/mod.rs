@@ -410,28 +410,11 @@ pub fn input_file_names(root: &Path, pkg: &Path, resources: &[Node]) -> Vec<Stri
         .collect()
 }
 
-/// Renders the package tree rooted at `root` (absolute, with a valid
-/// Kptfile from [`load_root`]), printing progress to `log`.
-pub fn hydrate(
-    root: &Path,
-    root_kptfile: Kptfile,
-    options: &RenderOptions,
-    runtimes: Runtimes<'_>,
-    log: &mut dyn Write,
-) -> RenderOutcome {
-    hydrate_with(
-        root,
-        root_kptfile,
-        options,
-        runtimes,
-        log,
-        Precomputed::default(),
-    )
-}
-
-/// [`hydrate`], adopting `precomputed` DFS pipeline runs where the walk
+/// Renders the tree at `root` in kpt's order (DFS, or BFS when the root
+/// Kptfile asks), adopting `precomputed` DFS pipeline runs where the walk
 /// reaches them; packages without one run in the walk. BFS renders ignore
-/// them.
+/// them. The engine's one-shot entry point
+/// (`crate::engine::oneshot::render_once`) is what renders call.
 pub fn hydrate_with(
     root: &Path,
     root_kptfile: Kptfile,

@@ -1262,21 +1262,26 @@ fn allowed_names(allowed: &'static [Lifecycle]) -> &'static [&'static str] {
 
 /// Renders the package directory `dir` in place with krender's own
 /// renderer (builtin and container functions, no `exec:` steps), as
-/// `propose` requires; the error is the render's text.
+/// `propose` requires, through the engine's one-shot entry point (as `fn
+/// render` does); the error is the render's text.
 pub fn render_in_place(dir: &Path) -> Result<(), String> {
-    use crate::hydrate::{self, Output, RenderOptions, Runtimes};
+    use crate::engine::db::RenderContext;
+    use crate::hydrate::{self, Output, RenderOptions};
+    use crate::pkg::kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION;
     use crate::runtime::chain::{ChainOptions, image_evaluator};
     use crate::runtime::exec::ExecEvaluator;
     let kptfile = hydrate::load_root(dir).map_err(|error| error.to_string())?;
-    let options = RenderOptions::default();
-    let image = image_evaluator(&ChainOptions::default());
-    let exec = ExecEvaluator::default();
-    let runtimes = Runtimes {
-        image: image.as_ref(),
-        exec: &exec,
+    let context = RenderContext {
+        root: dir.to_path_buf(),
+        options: RenderOptions::default(),
+        save_on_failure: kptfile.annotation_is_true(SAVE_ON_RENDER_FAILURE_ANNOTATION),
+        image: std::sync::Arc::from(image_evaluator(&ChainOptions::default())),
+        exec: std::sync::Arc::new(ExecEvaluator::default()),
+        actions: None,
     };
     let mut log = Vec::new();
-    let outcome = hydrate::hydrate(dir, kptfile, &options, runtimes, &mut log);
+    let (outcome, _) =
+        crate::engine::oneshot::render_once(&context, None, kptfile, &mut log, None, None);
     let mut stdout = Vec::new();
     hydrate::apply(outcome, &Output::InPlace, None, &mut stdout, &mut log).map_err(|error| {
         let report = error
