@@ -123,3 +123,32 @@ data:
 "
     );
 }
+
+/// Two documents with the same schema, layer and name are an error naming
+/// both places (Deckhand refuses such a set); a repeated LayeringPolicy is
+/// not (Deckhand's engine keeps the first).
+#[test]
+fn same_layer_duplicates_are_an_error_naming_both() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = "---\nschema: deckhand/LayeringPolicy/v1\nmetadata:\n  schema: metadata/Control/v1\n  name: layering-policy\ndata:\n  layerOrder: [global, site]\n";
+    let app = |value: u32| {
+        format!(
+            "---\nschema: example/Kind/v1\nmetadata:\n  schema: metadata/Document/v1\n  name: app\n  layeringDefinition: {{abstract: false, layer: site}}\ndata: {{a: {value}}}\n"
+        )
+    };
+    let (a, b) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+    std::fs::write(&a, format!("{policy}{policy}{}", app(1))).expect("write");
+    let (code, _, stderr) = run(std::slice::from_ref(&a));
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    std::fs::write(&b, app(2)).expect("write");
+    let (code, stdout, stderr) = run(&[a.clone(), b.clone()]);
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert!(
+        stderr.starts_with(&format!(
+            "error[DuplicateDocumentExists]: Document [example/Kind/v1, site] app already exists: {}:16 and {}:2",
+            a.display(),
+            b.display()
+        )),
+        "{stderr}"
+    );
+}

@@ -114,6 +114,26 @@ pub enum LayeringError {
         policy: String,
     },
 
+    /// Two documents share schema, layer and name (Deckhand refuses such a
+    /// set when it is uploaded).
+    #[error(
+        "Document [{schema}, {layer}] {name} already exists: {}:{} and {}:{}",
+        .first.file, .first.line, .second.file, .second.line,
+        schema = .second.schema,
+        layer = .second.layer.as_deref().unwrap_or(""),
+        name = .second.name
+    )]
+    #[diagnostic(
+        code(krender::layering::DuplicateDocumentExists),
+        help("remove one of them, or give the second another name or layer")
+    )]
+    DuplicateDocumentExists {
+        /// The first document.
+        first: Arc<DocumentRef>,
+        /// The duplicate.
+        second: Arc<DocumentRef>,
+    },
+
     /// A document matching a parentSelector cannot be the parent.
     #[error("The document parent {parent} is invalid for document {document}. Reason: {reason}")]
     #[diagnostic(code(krender::layering::InvalidDocumentParent))]
@@ -260,6 +280,7 @@ impl LayeringError {
             LayeringError::InvalidDocumentFormat { .. } => "InvalidDocumentFormat",
             LayeringError::LayeringPolicyNotFound { .. } => "LayeringPolicyNotFound",
             LayeringError::InvalidDocumentLayer { .. } => "InvalidDocumentLayer",
+            LayeringError::DuplicateDocumentExists { .. } => "DuplicateDocumentExists",
             LayeringError::InvalidDocumentParent { .. } => "InvalidDocumentParent",
             LayeringError::IndeterminateDocumentParent { .. } => "IndeterminateDocumentParent",
             LayeringError::InvalidDocumentReplacement { .. } => "InvalidDocumentReplacement",

@@ -9,7 +9,7 @@
 //! — level by level (a level's documents depend only on earlier levels), and
 //! in input order within a level. Control documents are not output.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use rayon::prelude::*;
 
@@ -70,19 +70,31 @@ pub fn render(inputs: &[InputDocument]) -> Result<Vec<RenderedDocument>, Layerin
 }
 
 pub(crate) fn plan(inputs: &[&InputDocument]) -> Result<Plan, LayeringError> {
-    let mut documents = Vec::with_capacity(inputs.len());
-    // Deckhand keeps the first of several documents with the same
-    // (schema, layer, name) and silently drops the others.
-    let mut seen: HashSet<(String, Option<String>, String)> = HashSet::new();
+    let mut documents: Vec<Document> = Vec::with_capacity(inputs.len());
+    // Deckhand refuses a bucket holding two documents with the same
+    // (schema, layer, name) when it is uploaded (DuplicateDocumentExists):
+    // rendering one of them silently would hide the other's edits. Its
+    // layering engine keeps the first of several control documents (a
+    // repeated LayeringPolicy only logs a warning), and so do we.
+    let mut seen: HashMap<(String, Option<String>, String), usize> = HashMap::new();
     for (index, input) in inputs.iter().enumerate() {
         let document = Document::from_input(index, input)?;
-        if seen.insert((
+        let key = (
             document.schema.clone(),
             document.layer.clone(),
             document.name.clone(),
-        )) {
-            documents.push(document);
+        );
+        if let Some(&first) = seen.get(&key) {
+            if document.is_control {
+                continue;
+            }
+            return Err(LayeringError::DuplicateDocumentExists {
+                first: documents[first].reference.clone(),
+                second: document.reference.clone(),
+            });
         }
+        seen.insert(key, documents.len());
+        documents.push(document);
     }
 
     let Some(policy) = documents.iter().find(|d| d.is_layering_policy()) else {
