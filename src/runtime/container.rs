@@ -34,8 +34,9 @@ impl ContainerEvaluator {
         })
     }
 
-    /// The engine arguments for `image`, as kpt builds them.
-    pub fn arguments(&self, image: &str) -> Vec<String> {
+    /// The engine arguments for `image`, as kpt builds them, with the
+    /// container named `name` (so it can be killed by name).
+    pub fn arguments(&self, image: &str, name: &str) -> Vec<String> {
         let pull = match self.pull_policy.as_deref() {
             Some(policy) if policy.eq_ignore_ascii_case("always") => "always",
             Some(policy) if policy.eq_ignore_ascii_case("never") => "never",
@@ -58,12 +59,26 @@ impl ContainerEvaluator {
             "--user",
             "nobody",
             "--security-opt=no-new-privileges",
+            "--name",
+            name,
             image,
         ]
         .iter()
         .map(|arg| (*arg).to_owned())
         .collect()
     }
+}
+
+/// A name no other container has: krender's, this process's, and a
+/// counter.
+fn container_name() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "krender-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -83,13 +98,27 @@ impl Evaluator for ContainerEvaluator {
             )));
         };
         let program = engine.to_string_lossy().into_owned();
-        run_process(
+        let name = container_name();
+        let result = run_process(
             &program,
-            &self.arguments(image),
+            &self.arguments(image, &name),
             request.input,
             request.timeout,
             &self.cancel,
-        )
+        );
+        if matches!(result, Err(EvalError::TimedOut(_) | EvalError::Interrupted)) {
+            // Killing the client leaves the container running in the
+            // engine's daemon: stop it by name (best effort; it may be gone).
+            let kill = ["kill".to_owned(), name];
+            let _ = run_process(
+                &program,
+                &kill,
+                b"",
+                std::time::Duration::from_secs(10),
+                &Cancel::default(),
+            );
+        }
+        result
     }
 
     fn executor(&self, target: FunctionTarget<'_>) -> Option<Executor> {
@@ -117,9 +146,53 @@ mod tests {
             engine: None,
             cancel: Cancel::new(),
         };
-        let args = evaluator.arguments("img:1");
+        let args = evaluator.arguments("img:1", "krender-1-0");
         assert_eq!(args[..5], ["run", "--rm", "-i", "--pull", "never"]);
         assert_eq!(args.last().map(String::as_str), Some("img:1"));
+    }
+
+    /// A fake engine that records its arguments and, for `run`, hangs: at
+    /// the deadline the client is killed and the container is stopped by
+    /// the name it was given.
+    #[test]
+    fn a_timed_out_container_is_killed_by_name() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("calls");
+        let engine = dir.path().join("docker");
+        std::fs::write(
+            &engine,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> {}\n[ \"$1\" = run ] && exec sleep 30\nexit 0\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let evaluator = ContainerEvaluator {
+            pull_policy: None,
+            engine: Some(engine),
+            cancel: Cancel::new(),
+        };
+        let request = FunctionRequest {
+            target: FunctionTarget::Image("img:1"),
+            input: b"",
+            timeout: std::time::Duration::from_millis(300),
+        };
+        assert!(matches!(
+            evaluator.evaluate(&request),
+            Err(EvalError::TimedOut(_))
+        ));
+        let calls = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = calls.lines().collect();
+        assert_eq!(lines.len(), 2, "{calls}");
+        let name = lines[0]
+            .split(' ')
+            .skip_while(|arg| *arg != "--name")
+            .nth(1)
+            .unwrap();
+        assert!(name.starts_with("krender-"), "{calls}");
+        assert_eq!(lines[1], format!("kill {name}"));
     }
 
     #[test]
