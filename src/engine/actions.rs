@@ -44,10 +44,9 @@ const VALUE_MAGIC: &[u8; 4] = b"KRA1";
 pub(crate) struct ActionInputs<'a> {
     /// The absolute package path.
     pub(crate) path: &'a Path,
-    /// The decoded Kptfile (for its pipeline).
+    /// The decoded Kptfile (its bytes are among `files`; the decoded form
+    /// is keyed too, should `.krmignore` hide the file).
     pub(crate) kptfile: &'a Kptfile,
-    /// The Kptfile's bytes.
-    pub(crate) kptfile_bytes: &'a [u8],
     /// The package's own files.
     pub(crate) files: &'a [PackageFile],
     /// The output digests of its subpackages, in walk order.
@@ -119,10 +118,16 @@ impl ActionCache {
     /// The cache in the cache directory `cache_dir`, deciding purity with
     /// `policy`.
     pub fn new(cache_dir: &Path, policy: CachePolicy) -> ActionCache {
+        ActionCache::for_build(cache_dir, policy, build_identity())
+    }
+
+    /// [`ActionCache::new`] keyed for the krender build `build` (see
+    /// [`super::cache::build_identity_of`]).
+    pub fn for_build(cache_dir: &Path, policy: CachePolicy, build: String) -> ActionCache {
         ActionCache {
             store: PackStore::open(store_dir(cache_dir)),
             policy,
-            build: build_identity(),
+            build,
             identities: Mutex::default(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -162,7 +167,7 @@ impl ActionCache {
             save_on_failure,
         ]);
         key.text(&options.image_prefix);
-        key.bytes(inputs.kptfile_bytes);
+        key.text(&format!("{:?}", inputs.kptfile));
         let pipeline = &inputs.kptfile.pipeline;
         for function in pipeline.mutators.iter().chain(&pipeline.validators) {
             key.text(&self.function_identity(function, &options.image_prefix)?);
@@ -552,7 +557,6 @@ mod tests {
         let inputs = ActionInputs {
             path: Path::new("/p"),
             kptfile: &kptfile,
-            kptfile_bytes: b"k",
             files: &files,
             children: &child,
         };
@@ -560,6 +564,11 @@ mod tests {
         let base = cache.key(&inputs, &options, false).unwrap();
         assert_eq!(cache.key(&inputs, &options, false).unwrap(), base);
         let edited = [file(b"a: 2\n")];
+        let other_kptfile = Kptfile::parse(
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: q\n",
+            Path::new("/p"),
+        )
+        .unwrap();
         let other_child = [blake3::hash(b"other")];
         let variants = [
             ActionInputs {
@@ -571,7 +580,7 @@ mod tests {
                 ..inputs
             },
             ActionInputs {
-                kptfile_bytes: b"K",
+                kptfile: &other_kptfile,
                 ..inputs
             },
             ActionInputs {

@@ -188,7 +188,13 @@ impl CacheKey<'_> {
 /// itself would cost more than a warm render.
 pub(crate) fn build_identity() -> String {
     let exe = std::env::current_exe().ok();
-    let meta = exe.as_deref().and_then(|exe| std::fs::metadata(exe).ok());
+    build_identity_of(exe.as_deref())
+}
+
+/// [`build_identity`] of the krender executable at `exe` (a process that
+/// shares a cache with the binary, such as a test, keys as it does).
+pub fn build_identity_of(exe: Option<&Path>) -> String {
+    let meta = exe.and_then(|exe| std::fs::metadata(exe).ok());
     let (len, mtime) = meta.map_or((0, 0), |meta| {
         let mtime = meta
             .modified()

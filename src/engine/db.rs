@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::actions::{ActionInputs, encode_output};
 use crate::hydrate::{self, PackageRun, RenderOptions, Runtimes};
 use crate::pkg::kptfile::Kptfile;
 use crate::pkg::reader::{PackageFile, ReadOptions, parse_package_files};
@@ -117,33 +118,24 @@ pub fn local_resources(db: &dyn Db, pkg: PackageSource) -> Result<Vec<Node>, Str
 /// run it (its resources do not read, or a subpackage failed), in which case
 /// the walk reports the failure itself.
 ///
+/// With the action cache on, a run is answered from it when its key is
+/// there (a session's first render on a warm cache), and stored when it ran.
+/// Runs compare by their output's digest: a subpackage that runs again to
+/// the same output leaves its parent's run as it was (salsa backdates it).
+///
 /// The run is shared (`Arc`): a render hands the root's output to
 /// [`hydrate::apply`] as it stands here, without copying the whole tree.
-#[salsa::tracked(returns(ref), no_eq)]
+#[salsa::tracked(returns(ref))]
 pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<SharedRun> {
     let _span = tracing::debug_span!("pipeline", package = %pkg.path(db).display()).entered();
     let context = db.context();
-    let local = local_resources(db, pkg).as_ref().ok()?;
-    let input_files = hydrate::input_file_names(&context.root, pkg.path(db), local);
-    let mut input = local.clone();
-    for child in pkg.children(db) {
-        match rendered_package(db, *child).as_deref() {
-            Some(PackageRun {
-                output: Ok(output), ..
-            }) => {
-                // A DFS root copies the whole tree here: in parallel.
-                input.par_extend(output.par_iter().cloned());
-            }
-            _ => return None,
-        }
-    }
     let kptfile = pkg.kptfile(db);
+    let files = pkg.files(db);
     // A run is a function of the package's inputs, `exec:` functions
     // included (kpt asks functions to be deterministic): after an edit only
     // the packages it reaches run again. A `configPath` the step reads from
     // disk is among the package's files, and so an input, unless it is
     // outside the package's listing: then the run is redone every revision.
-    let files = pkg.files(db);
     let config_outside = kptfile.pipeline.config_paths().any(|config| {
         let config = crate::pkg::tree::lexical(&pkg.path(db).join(config));
         !files.iter().any(|file| file.absolute == config)
@@ -151,11 +143,57 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<SharedRun> {
     if config_outside {
         db.report_untracked_read();
     }
+    let mut children = Vec::with_capacity(pkg.children(db).len());
+    for child in pkg.children(db) {
+        match rendered_package(db, *child) {
+            Some(run) if run.output.is_ok() => children.push(run),
+            _ => return None,
+        }
+    }
+    // The root's output has no parent to key it: not looked up nor stored
+    // (as in one-shot renders).
+    let actions = context
+        .actions
+        .as_deref()
+        .filter(|_| pkg.path(db) != &context.root);
+    let digests: Option<Vec<blake3::Hash>> = children.iter().map(|run| run.digest).collect();
+    let key = actions.zip(digests).and_then(|(actions, digests)| {
+        let inputs = ActionInputs {
+            path: pkg.path(db),
+            kptfile,
+            files,
+            children: &digests,
+        };
+        actions.key(&inputs, &context.options, context.save_on_failure)
+    });
+    if let (Some(actions), Some(key)) = (actions, &key)
+        && let Some(cached) = actions.lookup(key)
+    {
+        match cached.output.decode() {
+            Some(output) => {
+                let run = PackageRun {
+                    output: Ok(output),
+                    ..cached.run
+                };
+                return Some(SharedRun::new(run, Some(cached.output.digest)));
+            }
+            None => actions.drop_corrupt(key),
+        }
+    }
+    let local = local_resources(db, pkg).as_ref().ok()?;
+    let input_files = hydrate::input_file_names(&context.root, pkg.path(db), local);
+    let mut input = local.clone();
+    for run in &children {
+        if let Ok(output) = &run.output {
+            // A DFS root copies the whole tree here: in parallel.
+            input.par_extend(output.par_iter().cloned());
+        }
+    }
     let runtimes = Runtimes {
         image: context.image.as_ref(),
         exec: context.exec.as_ref(),
     };
-    Some(SharedRun(Arc::new(hydrate::run_package(
+    let run = hydrate::run_package(
         &context.root,
         pkg.path(db),
         kptfile,
@@ -164,7 +202,16 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<SharedRun> {
         input_files,
         &context.options,
         runtimes,
-    ))))
+    );
+    let mut digest = None;
+    if let (Some(actions), Ok(output)) = (actions, &run.output) {
+        let (bytes, hash) = encode_output(output);
+        digest = Some(hash);
+        if let Some(key) = &key {
+            actions.store(key, &run, &bytes, hash);
+        }
+    }
+    Some(SharedRun::new(run, digest))
 }
 
 /// A memoized [`PackageRun`], shared. When salsa drops the last handle on a
@@ -173,13 +220,42 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<SharedRun> {
 /// freeing them inside the next input change would sit on a watch edit's
 /// path (~15 ms at the root of 1,000 packages).
 #[derive(Clone, Debug)]
-pub struct SharedRun(pub Arc<PackageRun>);
+pub struct SharedRun {
+    /// The run.
+    pub run: Arc<PackageRun>,
+    /// The digest of its output, when the action cache is on and it
+    /// succeeded.
+    pub digest: Option<blake3::Hash>,
+}
+
+impl SharedRun {
+    fn new(run: PackageRun, digest: Option<blake3::Hash>) -> SharedRun {
+        SharedRun {
+            run: Arc::new(run),
+            digest,
+        }
+    }
+}
+
+/// Equal outputs (by digest) are equal runs for the packages that read
+/// them; without digests a run equals only itself, so every new run counts
+/// as a change.
+impl PartialEq for SharedRun {
+    fn eq(&self, other: &SharedRun) -> bool {
+        match (self.digest, other.digest) {
+            (Some(mine), Some(theirs)) => mine == theirs,
+            _ => Arc::ptr_eq(&self.run, &other.run),
+        }
+    }
+}
+
+impl Eq for SharedRun {}
 
 impl std::ops::Deref for SharedRun {
     type Target = PackageRun;
 
     fn deref(&self) -> &PackageRun {
-        &self.0
+        &self.run
     }
 }
 
@@ -189,14 +265,14 @@ const FREE_IN_BACKGROUND_FROM: usize = 1024;
 impl Drop for SharedRun {
     fn drop(&mut self) {
         let big = self
-            .0
+            .run
             .output
             .as_ref()
             .is_ok_and(|output| output.len() >= FREE_IN_BACKGROUND_FROM);
-        if big && Arc::strong_count(&self.0) == 1 {
+        if big && Arc::strong_count(&self.run) == 1 {
             // The background thread's handle outlives this one (should it
             // drop first, the tree is freed here: slower, never wrong).
-            free_in_background(Arc::clone(&self.0));
+            free_in_background(Arc::clone(&self.run));
         }
     }
 }

@@ -364,7 +364,6 @@ fn run_one(
             let inputs = ActionInputs {
                 path: &pkg.path,
                 kptfile: &pkg.kptfile,
-                kptfile_bytes: &pkg.kptfile_bytes,
                 files: &pkg.files,
                 children: &digests,
             };

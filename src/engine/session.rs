@@ -43,8 +43,6 @@ pub struct RefreshStats {
 pub(super) struct Scanned {
     pub(super) path: PathBuf,
     pub(super) kptfile: Kptfile,
-    /// The Kptfile's bytes (the action cache's key covers them).
-    pub(super) kptfile_bytes: Arc<[u8]>,
     pub(super) files: Vec<PackageFile>,
     pub(super) children: Vec<PathBuf>,
 }
@@ -418,7 +416,7 @@ impl RenderSession {
                 // The root's output is the whole tree: handed on shared.
                 (Ok(_), false) if *pkg == self.root => {
                     root_output = Some(SharedOutput {
-                        run: Arc::clone(&run.0),
+                        run: Arc::clone(&run.run),
                         texts: Arc::clone(&self.item_texts),
                     });
                     Ok(Vec::new())
@@ -488,17 +486,14 @@ pub(super) fn scan_tree(
     // The structure first (directories and Kptfiles, one depth at a time,
     // each depth's listings and Kptfiles in parallel), then the files of all
     // packages in parallel. Collecting in order keeps the BFS order.
-    // (package, its Kptfile decoded and as bytes, its subpackages)
-    type Level = (PathBuf, Kptfile, Arc<[u8]>, Vec<PathBuf>);
-    let mut structure: Vec<Level> = Vec::new();
-    let root_bytes = read(&root.join(KPTFILE_NAME))?;
-    let mut depth = vec![(root.to_path_buf(), root_kptfile.clone(), root_bytes)];
+    let mut structure: Vec<(PathBuf, Kptfile, Vec<PathBuf>)> = Vec::new();
+    let mut depth = vec![(root.to_path_buf(), root_kptfile.clone())];
     while !depth.is_empty() {
         let listings: Vec<Vec<PathBuf>> = depth
             .par_iter()
-            .map(|(path, _, _)| tree::direct_subpackages(path).ok())
+            .map(|(path, _)| tree::direct_subpackages(path).ok())
             .collect::<Option<_>>()?;
-        let next: Vec<(PathBuf, Kptfile, Arc<[u8]>)> = listings
+        let next: Vec<(PathBuf, Kptfile)> = listings
             .iter()
             .flatten()
             .collect::<Vec<_>>()
@@ -507,17 +502,17 @@ pub(super) fn scan_tree(
                 let bytes = read(&child.join(KPTFILE_NAME))?;
                 let decoded = Kptfile::parse_bytes(&bytes, child).ok()?;
                 decoded.validate(child).ok()?;
-                Some((child.clone(), decoded, bytes))
+                Some((child.clone(), decoded))
             })
             .collect::<Option<_>>()?;
-        for ((path, kptfile, bytes), children) in depth.into_iter().zip(listings) {
-            structure.push((path, kptfile, bytes, children));
+        for ((path, kptfile), children) in depth.into_iter().zip(listings) {
+            structure.push((path, kptfile, children));
         }
         depth = next;
     }
     structure
         .into_par_iter()
-        .map(|(path, kptfile, kptfile_bytes, children)| {
+        .map(|(path, kptfile, children)| {
             let mut files = Vec::new();
             for (relative, absolute) in list_package_files(&path).ok()? {
                 let bytes = read(&absolute)?;
@@ -530,7 +525,6 @@ pub(super) fn scan_tree(
             Some(Scanned {
                 path,
                 kptfile,
-                kptfile_bytes,
                 files,
                 children,
             })
