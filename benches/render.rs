@@ -467,20 +467,11 @@ fn reference_copy(tree: &Path, work: &Path) -> PathBuf {
 /// Every file of the two trees is byte-identical (the root Kptfile's
 /// status included).
 fn assert_same_tree(rendered: &Path, reference: &Path, what: &str) {
-    let read = |root: &Path| -> Vec<(PathBuf, Vec<u8>)> {
-        let mut files = Vec::new();
-        let mut stack = vec![root.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else {
-                    let bytes = std::fs::read(&path).unwrap();
-                    files.push((path.strip_prefix(root).unwrap().to_path_buf(), bytes));
-                }
-            }
-        }
+    let read = |root: &Path| {
+        let mut files: Vec<(PathBuf, Vec<u8>)> = files_under(root)
+            .into_iter()
+            .map(|(path, bytes)| (path.strip_prefix(root).unwrap().to_path_buf(), bytes))
+            .collect();
         files.sort();
         files
     };
@@ -836,7 +827,15 @@ fn exec_floor(root: &Path, packages: usize) -> Duration {
 
 /// Every file under `dir`, subpackages included, concatenated.
 fn subtree_bytes(dir: &Path) -> Vec<u8> {
-    let mut bytes = Vec::new();
+    files_under(dir)
+        .into_iter()
+        .flat_map(|(_, bytes)| bytes)
+        .collect()
+}
+
+/// Every file under `dir` (subdirectories included) with its bytes.
+fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
@@ -844,9 +843,10 @@ fn subtree_bytes(dir: &Path) -> Vec<u8> {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                bytes.extend(std::fs::read(path).unwrap());
+                let bytes = std::fs::read(&path).unwrap();
+                files.push((path, bytes));
             }
         }
     }
-    bytes
+    files
 }

@@ -4,9 +4,11 @@
 //! tree (files, stdout, stderr, exit code), on generated trees (DFS and
 //! BFS) and on every shared kpt case. A corrupt entry is never served.
 
-use crate::support::{copy_dir, normalize_durations, shared_cases, shared_dir, snapshot};
+use crate::support::{
+    copy_dir, kpt_case_flags, kpt_cases, normalize_durations, shared_cases, shared_dir, snapshot,
+};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// A tree of `1 + fanout + fanout²` packages, two builtins each (a
@@ -238,24 +240,9 @@ fn incremental_renders_match_no_cache_renders_on_every_shared_case() {
     };
     let temp = tempfile::tempdir().unwrap();
     let mut compared = 0;
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.join(".expected").is_dir())
-        .collect();
-    cases.sort();
-    for case in cases {
+    for case in kpt_cases(&dir) {
         let name = case.file_name().unwrap().to_owned();
-        let config =
-            std::fs::read_to_string(case.join(".expected/config.yaml")).unwrap_or_default();
-        let mut flags = Vec::new();
-        if config.contains("allowExec: true") {
-            flags.push("--allow-exec");
-        }
-        if config.contains("disableOutputTruncate: true") {
-            flags.push("--truncate-output=false");
-        }
+        let flags = kpt_case_flags(&case);
         let (a, b) = (
             temp.path().join("a").join(&name),
             temp.path().join("b").join(&name),

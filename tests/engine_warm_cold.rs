@@ -6,21 +6,12 @@
 //! cached); a third render with native builtins must match them too.
 //! Needs the shared data (see [`shared_dir`]).
 
-use crate::support::{copy_dir, normalize_durations, shared_cases, shared_dir};
+use crate::support::{
+    copy_dir, kpt_case_flags, kpt_cases, normalize_durations, shared_cases, shared_dir,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn cases(dir: &Path) -> Vec<PathBuf> {
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("read the shared cases")
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.join(".expected").is_dir())
-        .collect();
-    cases.sort();
-    cases
-}
 
 fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut files = BTreeMap::new();
@@ -71,17 +62,9 @@ fn warm_renders_match_cold_ones_on_every_shared_case() {
     };
     let temp = tempfile::tempdir().unwrap();
     let mut compared = 0;
-    for case in cases(&dir) {
+    for case in kpt_cases(&dir) {
         let name = case.file_name().unwrap().to_owned();
-        let config =
-            std::fs::read_to_string(case.join(".expected/config.yaml")).unwrap_or_default();
-        let mut flags = Vec::new();
-        if config.contains("allowExec: true") {
-            flags.push("--allow-exec");
-        }
-        if config.contains("disableOutputTruncate: true") {
-            flags.push("--truncate-output=false");
-        }
+        let flags = kpt_case_flags(&case);
         let cache = temp.path().join("cache").join(&name);
         let mut runs = Vec::new();
         for (which, native) in [("cold", "off"), ("warm", "off"), ("native", "on")] {

@@ -132,6 +132,31 @@ pub(crate) fn shared_dir(sub: &str) -> Option<PathBuf> {
     );
 }
 
+/// The kpt e2e cases under `dir` (directories with `.expected`), sorted.
+pub(crate) fn kpt_cases(dir: &Path) -> Vec<PathBuf> {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read the shared cases")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.join(".expected").is_dir())
+        .collect();
+    cases.sort();
+    cases
+}
+
+/// The `fn render` flags a kpt e2e case's `.expected/config.yaml` asks for.
+pub(crate) fn kpt_case_flags(case: &Path) -> Vec<&'static str> {
+    let config = std::fs::read_to_string(case.join(".expected/config.yaml")).unwrap_or_default();
+    let mut flags = Vec::new();
+    if config.contains("allowExec: true") {
+        flags.push("--allow-exec");
+    }
+    if config.contains("disableOutputTruncate: true") {
+        flags.push("--truncate-output=false");
+    }
+    flags
+}
+
 /// Prints how many shared cases `test` ran (`engine_warm_cold: 42 shared
 /// cases`; `.ci/run` shows it) and fails when it ran none: an emptied or
 /// renamed case directory must not pass vacuously either.

@@ -265,6 +265,17 @@ impl ActionCache {
         }
     }
 
+    /// After a run: its output's digest when it succeeded (its parent's key
+    /// covers it), the run stored under `key` when there is one.
+    pub(crate) fn record(&self, key: Option<&str>, run: &PackageRun) -> Option<blake3::Hash> {
+        let output = run.output.as_ref().ok()?;
+        let (bytes, digest) = encode_output(output);
+        if let Some(key) = key {
+            self.store(key, run, &bytes, digest);
+        }
+        Some(digest)
+    }
+
     /// Publishes the runs stored so far to other processes.
     pub fn finish(&self) {
         if let Err(error) = self.store.finish() {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::actions::{ActionInputs, encode_output};
+use super::actions::ActionInputs;
 use crate::hydrate::{self, PackageRun, RenderOptions, Runtimes};
 use crate::pkg::kptfile::Kptfile;
 use crate::pkg::reader::{PackageFile, ReadOptions, parse_package_files};
@@ -203,14 +203,7 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<SharedRun> {
         &context.options,
         runtimes,
     );
-    let mut digest = None;
-    if let (Some(actions), Ok(output)) = (actions, &run.output) {
-        let (bytes, hash) = encode_output(output);
-        digest = Some(hash);
-        if let Some(key) = &key {
-            actions.store(key, &run, &bytes, hash);
-        }
-    }
+    let digest = actions.and_then(|actions| actions.record(key.as_deref(), &run));
     Some(SharedRun::new(run, digest))
 }
 

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use super::actions::{ActionCache, ActionInputs, CachedOutput, encode_output};
+use super::actions::{ActionCache, ActionInputs, CachedOutput};
 use super::db::RenderContext;
 use super::levels::levels;
 use super::session::{Progress, Scanned, in_pool, path_key, scan_tree};
@@ -418,14 +418,7 @@ fn run_one(
         &context.options,
         runtimes,
     );
-    let mut digest = None;
-    if let (Some(actions), Ok(output)) = (actions, &run.output) {
-        let (bytes, hash) = encode_output(output);
-        digest = Some(hash);
-        if let Some(key) = &key {
-            actions.store(key, &run, &bytes, hash);
-        }
-    }
+    let digest = actions.and_then(|actions| actions.record(key.as_deref(), &run));
     Slot::Done(Box::new(Done {
         run,
         hit: false,
