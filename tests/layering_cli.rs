@@ -152,3 +152,23 @@ fn same_layer_duplicates_are_an_error_naming_both() {
         "{stderr}"
     );
 }
+
+/// Collection keys are PyYAML's "found unhashable key" (Deckhand cannot
+/// load them); nested ones, turned into text level by level, took minutes
+/// (found by the layering fuzz target).
+#[test]
+fn collection_keys_are_an_error_not_a_blow_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("keys.yaml");
+    for text in [
+        "? - a\n: b\n",
+        "?\n?\n\n ? -  ? -  ? - ? - ? - ? ? -   ? ?  -  ? - ? ? ? -   ? ?    ? - ? - ? - ? ? -   ? ?  -  ? - ? ? ? -   ? ?  -  ? - ? ? -   ?-  ? - ? ? -   ? - ? ? - -",
+    ] {
+        std::fs::write(&file, text).expect("write");
+        let started = std::time::Instant::now();
+        let (code, stdout, stderr) = run(std::slice::from_ref(&file));
+        assert_eq!((code, stdout.as_str()), (1, ""));
+        assert!(stderr.contains("found unhashable key"), "{stderr}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+}

@@ -372,13 +372,11 @@ impl Value {
                                 }
                             }
                         }
-                        // Collection keys cannot be addressed by a path;
-                        // keep their text form so nothing is lost silently.
-                        _ => Key::Str(
-                            Value::from_node_with(key_node, anchors, budget)?
-                                .0
-                                .python_str(),
-                        ),
+                        // PyYAML (Deckhand's loader) cannot make a list
+                        // or a dict a key ("found unhashable key"). Their
+                        // text form, nested, grew exponentially with the
+                        // escaping at each level.
+                        _ => return Err("found unhashable key"),
                     };
                     map.insert(key, value);
                 }
