@@ -374,3 +374,36 @@ fn a_watch_session_starts_warm_and_stops_at_an_unchanged_output() {
     assert_eq!(rendered, expected(&root));
     assert_eq!(watch.pipelines_run() - before, 3);
 }
+
+/// A render whose reader went away (`| head`) is never replayed: the next
+/// render with the same tree prints the whole list, as `--no-cache` does.
+#[test]
+fn output_cut_short_is_not_recorded_for_replay() {
+    use std::process::Stdio;
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("a/pkg");
+    generate(&root, 3, false);
+    let cache = temp.path().join("cache");
+    // Reach the fixed point first: -o stdout leaves the tree alone anyway.
+    let mut closed = Command::new(env!("CARGO_BIN_EXE_krender"));
+    closed
+        .args(["fn", "render"])
+        .arg(&root)
+        .args(["-o", "stdout", "--cache-dir"])
+        .arg(&cache)
+        .env("KRENDER_CONFIG", root.join("no-render.toml"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = closed.spawn().unwrap();
+    // The reader is gone before anything is written.
+    drop(child.stdout.take());
+    child.wait().unwrap();
+    let replayed = krender(&root, Some(&cache), &["-o", "stdout"], None);
+    let fresh = krender(&root, None, &["-o", "stdout"], None);
+    assert_eq!(replayed.status.code(), Some(0));
+    assert!(!fresh.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&replayed.stdout),
+        String::from_utf8_lossy(&fresh.stdout)
+    );
+}
