@@ -407,3 +407,52 @@ fn output_cut_short_is_not_recorded_for_replay() {
         String::from_utf8_lossy(&fresh.stdout)
     );
 }
+
+/// `KRM_DISABLE_ATTRIBUTION` changes what is printed, so a manifest
+/// recorded without it is not replayed with it (nor the other way round).
+#[test]
+fn the_manifest_key_covers_krm_disable_attribution() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("pkg");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("sql.yaml"),
+        "apiVersion: sql.cnrm.cloud.google.com/v1beta1\nkind: SQLInstance\nmetadata:\n  name: db\n",
+    )
+    .unwrap();
+    let cache = temp.path().join("cache");
+    let render = |disable: bool, cache: Option<&Path>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_krender"));
+        command
+            .args(["fn", "render"])
+            .arg(&root)
+            .args(["-o", "stdout"]);
+        match cache {
+            Some(cache) => command.arg("--cache-dir").arg(cache),
+            None => command.arg("--no-cache"),
+        };
+        command.env("KRENDER_CONFIG", root.join("no-render.toml"));
+        if disable {
+            command.env("KRM_DISABLE_ATTRIBUTION", "true");
+        } else {
+            command.env_remove("KRM_DISABLE_ATTRIBUTION");
+        }
+        String::from_utf8(command.output().unwrap().stdout).unwrap()
+    };
+    for _ in 0..2 {
+        let with = render(false, Some(&cache));
+        assert!(
+            with.contains("cnrm.cloud.google.com/blueprint: 'krm-fn'"),
+            "{with}"
+        );
+        assert_eq!(with, render(false, None));
+        let without = render(true, Some(&cache));
+        assert!(!without.contains("blueprint"), "{without}");
+        assert_eq!(without, render(true, None));
+    }
+}
