@@ -346,8 +346,9 @@ mod tests {
 
     #[test]
     fn own_staging_files_and_version_control_are_not_reported() {
-        // A commit renames staged files into place: the event names both
-        // the staging path and the target; only the target is a change.
+        // A commit writes its journal and then the targets; `-o DIR` and
+        // earlier krenders stage under `.krender-*`: only targets are
+        // changes.
         assert!(watched(Path::new("/work/pkg/deployment.yaml")));
         assert!(watched(Path::new("/work/pkg/sub/.krmignore")));
         assert!(!watched(Path::new(

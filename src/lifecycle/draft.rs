@@ -845,11 +845,11 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), LifecycleError> {
         .map_err(|error| LifecycleError::io(dir, &error))
 }
 
-/// `KRENDER_FSYNC=0` skips the fsyncs. The commit then stays atomic against
-/// a crash of the process (`kill -9`, a panic, an OOM kill): the order of
-/// renames the next krender command sees is the kernel's, whether or not
+/// `KRENDER_FSYNC=0` skips the flushes. The commit then stays atomic
+/// against a crash of the process (`kill -9`, a panic, an OOM kill): what
+/// the next krender command sees is the kernel's page cache, whether or not
 /// it reached the disk. Only a power loss or kernel crash could then leave
-/// a journal naming staged data that never reached the disk. For CI, tmpfs
+/// a journal whose bytes never reached the disk. For CI, tmpfs
 /// and throwaway checkouts, where the flushes are pure cost.
 fn fsync_enabled() -> bool {
     use std::sync::OnceLock;
