@@ -389,7 +389,10 @@ fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), Lifecycl
     let io = |error: std::io::Error| LifecycleError::io(path, &error);
     fault(path).map_err(io)?;
     let mut mode = None;
-    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+    // A symbolic link is replaced, never written through; so is anything
+    // but a regular file (opening a FIFO for writing would wait for a
+    // reader).
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| !meta.file_type().is_file()) {
         std::fs::remove_file(path).map_err(io)?;
     }
     let open = |path: &Path| {
@@ -1208,6 +1211,19 @@ mod tests {
             "{error}"
         );
         assert!(!temp.path().join("a.yaml").exists());
+    }
+
+    #[test]
+    fn a_fifo_in_the_way_is_replaced_not_opened() {
+        let temp = tempfile::tempdir().unwrap();
+        let fifo = temp.path().join("a.yaml");
+        let path = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+        let mut changes = Changes::default();
+        changes.write("a.yaml", "new\n");
+        commit(temp.path(), &changes).unwrap();
+        assert_eq!(std::fs::read(&fifo).unwrap(), b"new\n");
     }
 
     #[test]
