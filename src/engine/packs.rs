@@ -21,7 +21,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// Index files a reader merges into one.
 const MERGE_AT: usize = 32;
@@ -50,7 +50,9 @@ struct Writer {
 /// A pack store in a directory.
 pub(crate) struct PackStore {
     dir: PathBuf,
-    index: OnceLock<HashMap<String, Location>>,
+    /// Every published entry (loaded on the first read) and this process's
+    /// own.
+    index: Mutex<Option<HashMap<String, Location>>>,
     packs: Mutex<HashMap<String, Arc<File>>>,
     writer: Mutex<Option<Writer>>,
 }
@@ -60,7 +62,7 @@ impl PackStore {
     pub(crate) fn open(dir: PathBuf) -> PackStore {
         PackStore {
             dir,
-            index: OnceLock::new(),
+            index: Mutex::new(None),
             packs: Mutex::default(),
             writer: Mutex::default(),
         }
@@ -69,9 +71,15 @@ impl PackStore {
     /// The bytes stored under `key`: `Ok(None)` when there are none (or
     /// their pack is gone), `Err` when they do not match their digest.
     pub(crate) fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Corrupt> {
-        let index = self.index.get_or_init(|| load_index(&self.dir));
-        let Some(location) = index.get(key) else {
-            return Ok(None);
+        let location = {
+            let Ok(mut index) = self.index.lock() else {
+                return Ok(None);
+            };
+            let index = index.get_or_insert_with(|| load_index(&self.dir));
+            match index.get(key) {
+                Some(location) => location.clone(),
+                None => return Ok(None),
+            }
         };
         let Some(file) = self.pack(&location.pack) else {
             return Ok(None);
@@ -123,8 +131,21 @@ impl PackStore {
             writer.offset,
             hasher.finalize().to_hex()
         );
+        let location = Location {
+            pack: writer.id.clone(),
+            offset: writer.offset,
+            len,
+            hash: hasher.finalize(),
+        };
         writer.lines.push_str(&line);
         writer.offset += len;
+        // This process finds its own entries before they are published (a
+        // watch session whose edit is undone).
+        if let Ok(mut index) = self.index.lock()
+            && let Some(index) = index.as_mut()
+        {
+            index.insert(key.to_owned(), location);
+        }
         Ok(())
     }
 
@@ -360,6 +381,19 @@ mod tests {
         reader.finish().unwrap();
         let again = PackStore::open(dir.path().to_path_buf());
         assert_eq!(again.get("a").unwrap().unwrap(), b"fresh");
+    }
+
+    /// A process finds what it stored before publishing it (a watch
+    /// session whose edit is undone); others do not.
+    #[test]
+    fn a_process_reads_its_own_entries_before_finishing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = PackStore::open(dir.path().to_path_buf());
+        assert!(store.get("a").unwrap().is_none());
+        store.put("a", &[b"own"]).unwrap();
+        assert_eq!(store.get("a").unwrap().unwrap(), b"own");
+        let other = PackStore::open(dir.path().to_path_buf());
+        assert!(other.get("a").unwrap().is_none());
     }
 
     #[test]
