@@ -314,13 +314,18 @@ impl RenderSession {
     /// lines to `log`. The result is what [`hydrate::hydrate_with`] returns.
     pub fn render(&self, root_kptfile: Kptfile, log: &mut dyn Write) -> RenderOutcome {
         let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
+        let context = self.db.context();
         let precomputed = if self.complete && !bfs {
             self.warm_up();
+            // What this rebuild stored, published for other processes now
+            // (a session usually ends with a signal, not a drop).
+            if let Some(actions) = &context.actions {
+                actions.finish();
+            }
             self.precomputed()
         } else {
             Precomputed::default()
         };
-        let context = self.db.context();
         let runtimes = Runtimes {
             image: context.image.as_ref(),
             exec: context.exec.as_ref(),
