@@ -3,8 +3,8 @@
 //! depends on, so a new process runs only the packages whose inputs changed.
 //!
 //! A run's key covers the krender build, the render options that change
-//! what a run produces, the package's path, its Kptfile's and own files'
-//! bytes, the identity of each of its functions (builtin name, executable
+//! what a run produces, the package's path, its decoded Kptfile, its own
+//! files' bytes, the identity of each of its functions (builtin name, executable
 //! digest, image; see [`CachePolicy`]), the bytes of every `configPath`,
 //! and the output digests of its subpackages. A subpackage that ran again
 //! to the same output keeps its digest, so its parent is a hit (backdating).
@@ -13,10 +13,9 @@
 //! digest still lets its parent hit.
 //!
 //! A value holds the run's log, its step records and results, and its
-//! output in the binary node form (`yaml::binary`), decoded only
-//! when a parent that runs needs it. An entry that fails cacache's
-//! integrity check or does not decode is dropped and recomputed, never
-//! served.
+//! output in the binary node form (`yaml::binary`), decoded only when a
+//! parent that runs needs it. An entry whose bytes fail their blake3 check
+//! or do not decode is recomputed, never served.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -99,8 +98,7 @@ pub fn store_dir(cache_dir: &Path) -> PathBuf {
     cache_dir.join("actions")
 }
 
-/// The action cache in a cacache directory ([`store_dir`] of the function
-/// cache's).
+/// The action cache in a cache directory (in its [`store_dir`]).
 pub struct ActionCache {
     store: PackStore,
     policy: CachePolicy,
