@@ -67,7 +67,14 @@ fn generate(root: &Path, fanout: usize, bfs: bool) {
     }
 }
 
-fn krender(pkg: &Path, cache: Option<&Path>, extra: &[&str], stats: Option<&Path>) -> Output {
+/// `krender fn render PKG EXTRA` with the cache in `cache` (`--no-cache`
+/// without one) and its stats to `stats`.
+fn render_command(
+    pkg: &Path,
+    cache: Option<&Path>,
+    extra: &[&str],
+    stats: Option<&Path>,
+) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_krender"));
     command.args(["fn", "render"]).arg(pkg).args(extra);
     match cache {
@@ -77,11 +84,13 @@ fn krender(pkg: &Path, cache: Option<&Path>, extra: &[&str], stats: Option<&Path
     if let Some(stats) = stats {
         command.arg("--stats").arg(stats);
     }
+    // A render.toml in the test's working directory must not reroute.
+    command.env("KRENDER_CONFIG", pkg.join("no-render.toml"));
     command
-        // A render.toml in the test's working directory must not reroute.
-        .env("KRENDER_CONFIG", pkg.join("no-render.toml"))
-        .output()
-        .unwrap()
+}
+
+fn krender(pkg: &Path, cache: Option<&Path>, extra: &[&str], stats: Option<&Path>) -> Output {
+    render_command(pkg, cache, extra, stats).output().unwrap()
 }
 
 /// What a render shows: exit code, stdout, stderr (durations and the
@@ -385,16 +394,11 @@ fn output_cut_short_is_not_recorded_for_replay() {
     generate(&root, 3, false);
     let cache = temp.path().join("cache");
     // Reach the fixed point first: -o stdout leaves the tree alone anyway.
-    let mut closed = Command::new(env!("CARGO_BIN_EXE_krender"));
-    closed
-        .args(["fn", "render"])
-        .arg(&root)
-        .args(["-o", "stdout", "--cache-dir"])
-        .arg(&cache)
-        .env("KRENDER_CONFIG", root.join("no-render.toml"))
+    let mut child = render_command(&root, Some(&cache), &["-o", "stdout"], None)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = closed.spawn().unwrap();
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     // The reader is gone before anything is written.
     drop(child.stdout.take());
     child.wait().unwrap();
@@ -427,16 +431,7 @@ fn the_manifest_key_covers_krm_disable_attribution() {
     .unwrap();
     let cache = temp.path().join("cache");
     let render = |disable: bool, cache: Option<&Path>| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_krender"));
-        command
-            .args(["fn", "render"])
-            .arg(&root)
-            .args(["-o", "stdout"]);
-        match cache {
-            Some(cache) => command.arg("--cache-dir").arg(cache),
-            None => command.arg("--no-cache"),
-        };
-        command.env("KRENDER_CONFIG", root.join("no-render.toml"));
+        let mut command = render_command(&root, cache, &["-o", "stdout"], None);
         if disable {
             command.env("KRM_DISABLE_ATTRIBUTION", "true");
         } else {

@@ -294,7 +294,7 @@ pub fn prune(cache_dir: &Path, cutoff: std::time::SystemTime) -> std::io::Result
 }
 
 /// The binary form of a run's output and its digest.
-pub(crate) fn encode_output(output: &[Node]) -> (Vec<u8>, blake3::Hash) {
+fn encode_output(output: &[Node]) -> (Vec<u8>, blake3::Hash) {
     let mut bytes = Vec::new();
     binary::encode(output, &mut bytes);
     let digest = blake3::hash(&bytes);
