@@ -32,7 +32,8 @@
 //! kpt is slow (10–25 s per 100 packages), so it runs only up to
 //! `KRENDER_BENCH_KPT_MAX` packages (default 100). `KRENDER_BENCH_SIZES=10,50`
 //! replaces the sizes; `KRENDER_BENCH_IN_PLACE_ONLY=1` stops after the
-//! in-place table.
+//! in-place table; `KRENDER_BENCH_GENERATE=DIR` only writes the first
+//! size's tree to DIR.
 
 #![allow(clippy::print_stdout)]
 
@@ -602,6 +603,12 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
+    // `KRENDER_BENCH_GENERATE=DIR` writes the first size's tree to DIR and
+    // stops: the bench's tree, to profile or try by hand.
+    if let Some(dir) = std::env::var_os("KRENDER_BENCH_GENERATE") {
+        generate(Path::new(&dir), sizes.first().copied().unwrap_or(1_000), Pipeline::Builtins);
+        return;
+    }
     let has_kpt = kpt_available();
     let temp = tempfile::tempdir().unwrap();
     let _ = Command::new(env!("CARGO_BIN_EXE_krender"))

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use krender::krm::function_filter::{
+use krender::runtime::function_filter::{
     EvaluatedStep, FunctionCall, SettledList, native_difference, run_evaluator_owned, run_wire,
     runs_natively,
 };

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use krender::krm::function_filter::{FunctionCall, FunctionExit, StepError, run_function};
+use krender::runtime::function_filter::{FunctionCall, FunctionExit, StepError, run_function};
 use krender::krm::resource::{self, annotation};
 use krender::krm::resource_list::{
     config_map_function_config, decode_function_output, encode_function_input, encode_output_list,
@@ -397,7 +397,7 @@ impl krender::runtime::Evaluator for FakeEvaluator {
 
 #[test]
 fn evaluator_adapter() {
-    use krender::krm::function_filter::run_evaluator;
+    use krender::runtime::function_filter::run_evaluator;
     use krender::runtime::FunctionTarget;
     let resources = read(&[("res.yaml", fixture("reconcile/res.yaml"))]);
     let timeout = std::time::Duration::from_secs(5);
@@ -538,7 +538,7 @@ mod never_panics {
     use proptest::prelude::*;
 
     use krender::krm::comments::copy_comments;
-    use krender::krm::function_filter::{FunctionCall, FunctionExit, run_function};
+    use krender::runtime::function_filter::{FunctionCall, FunctionExit, run_function};
     use krender::krm::order::sync_order;
     use krender::krm::resource_list::decode_function_output;
 

@@ -10,7 +10,7 @@
 use std::convert::Infallible;
 use std::path::Path;
 
-use krender::krm::function_filter::{FunctionCall, FunctionExit, run_function};
+use krender::runtime::function_filter::{FunctionCall, FunctionExit, run_function};
 use krender::pkg::reader::{ReadOptions, parse_file};
 use krender::pkg::writer::render_files;
 

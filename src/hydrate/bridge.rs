@@ -1,6 +1,6 @@
 //! The hydrator's calls into the other layers: the package reader and
 //! writer (`pkg::reader`, `pkg::writer`), the function round trip
-//! (`krm::function_filter`) and the ResourceList encoding for `-o stdout`.
+//! (`runtime::function_filter`) and the ResourceList encoding for `-o stdout`.
 //! Keeping them in one file keeps the orchestrator independent of those
 //! APIs' exact shapes.
 
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::krm::function_filter::{FunctionCall, SettledList, run_evaluator_owned};
+use crate::runtime::function_filter::{FunctionCall, SettledList, run_evaluator_owned};
 use crate::krm::resource_list::{
     decode_function_output, encode_output_list, unwrap_output_list, write_output_list_owned,
 };
@@ -47,7 +47,7 @@ pub(crate) struct FilterRun {
 }
 
 /// Runs one function over `items` with kyaml's FunctionFilter round trip
-/// (`krm::function_filter`). Mutators run inside kyaml's pipeline
+/// (`runtime::function_filter`). Mutators run inside kyaml's pipeline
 /// (`in_pipeline`), validators do not. `known` is what the previous step
 /// knew of `items`, its whole output handed on.
 pub(crate) fn run_filter(

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::krm::function_filter::SettledList;
+use crate::runtime::function_filter::SettledList;
 use crate::krm::resource::{self, clean_path};
 use crate::krm::resource_list::ItemTexts;
 use crate::pkg::kptfile::{self, Function, Kptfile, KptfileError};

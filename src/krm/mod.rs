@@ -2,7 +2,6 @@
 //! (`config.kubernetes.io/v1`), on top of the YAML node model.
 
 pub mod comments;
-pub mod function_filter;
 pub mod order;
 pub mod resource;
 pub mod resource_list;

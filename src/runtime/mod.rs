@@ -123,3 +123,4 @@ pub mod chain;
 pub mod config;
 pub mod container;
 pub mod exec;
+pub mod function_filter;

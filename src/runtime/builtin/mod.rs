@@ -188,7 +188,7 @@ impl Builtin {
     /// migration id): what they do to a resource does not depend on those
     /// annotations, and leaves them as they were. The host may then skip
     /// adding and removing its per-call ids around them (see
-    /// `krm::function_filter`). set-annotations is not one (it may write
+    /// `runtime::function_filter`). set-annotations is not one (it may write
     /// any annotation), nor are the validators (their policies and messages
     /// see whole resources).
     pub fn ignores_bookkeeping(self) -> bool {

@@ -8,10 +8,10 @@
 //!    legacy/internal path, index and id are completed from each other;
 //! 2. the filter's ids: `internal.config.kubernetes.io/id` and
 //!    `config.k8s.io/id` (`1`, `2`, … by position);
-//! 3. the wire: the `ResourceList` text (see [`super::resource_list`]) is
+//! 3. the wire: the `ResourceList` text (see [`crate::krm::resource_list`]) is
 //!    handed to the caller's runner, whose stdout is read back;
 //! 4. for each output resource carrying an id of an input: comments copied
-//!    ([`super::comments`]), key order synced ([`super::order`]), ids removed;
+//!    ([`crate::krm::comments`]), key order synced ([`crate::krm::order`]), ids removed;
 //! 5. on function failure: stop, keeping the parsed `results`;
 //! 6. new resources get a default path (`[<namespace>/]<kind>_<name>.yaml`).
 //!
@@ -42,10 +42,10 @@ use std::time::Duration;
 
 use rayon::prelude::*;
 
-use super::comments::copy_comments;
-use super::order::{rearrange_head_comments, rearrange_sequence_items, sync_order};
-use super::resource::{self, annotation, clean_path, remove_annotation};
-use super::resource_list::{
+use crate::krm::comments::copy_comments;
+use crate::krm::order::{rearrange_head_comments, rearrange_sequence_items, sync_order};
+use crate::krm::resource::{self, annotation, clean_path, remove_annotation};
+use crate::krm::resource_list::{
     WireError, clear_empty_annotations_only, copy_legacy_annotations, decode_function_output,
     encode_function_input, encode_output_list, kyaml_set_annotation, wire_item,
 };
