@@ -606,7 +606,11 @@ fn main() {
     // `KRENDER_BENCH_GENERATE=DIR` writes the first size's tree to DIR and
     // stops: the bench's tree, to profile or try by hand.
     if let Some(dir) = std::env::var_os("KRENDER_BENCH_GENERATE") {
-        generate(Path::new(&dir), sizes.first().copied().unwrap_or(1_000), Pipeline::Builtins);
+        generate(
+            Path::new(&dir),
+            sizes.first().copied().unwrap_or(1_000),
+            Pipeline::Builtins,
+        );
         return;
     }
     let has_kpt = kpt_available();

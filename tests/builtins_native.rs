@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use krender::krm::resource_list::decode_function_output;
+use krender::pkg::reader::{ReadOptions, read_package};
+use krender::runtime::builtin::{Builtin, BuiltinEvaluator, DEFAULT_IMAGE_PREFIX};
 use krender::runtime::function_filter::{
     EvaluatedStep, FunctionCall, SettledList, native_difference, run_evaluator_owned, run_wire,
     runs_natively,
 };
-use krender::krm::resource_list::decode_function_output;
-use krender::pkg::reader::{ReadOptions, read_package};
-use krender::runtime::builtin::{Builtin, BuiltinEvaluator, DEFAULT_IMAGE_PREFIX};
 use krender::runtime::{Evaluator, FunctionTarget};
 use krender::yaml::node::Node;
 

@@ -10,7 +10,6 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use krender::runtime::function_filter::{FunctionCall, FunctionExit, StepError, run_function};
 use krender::krm::resource::{self, annotation};
 use krender::krm::resource_list::{
     config_map_function_config, decode_function_output, encode_function_input, encode_output_list,
@@ -18,6 +17,7 @@ use krender::krm::resource_list::{
 };
 use krender::pkg::reader::{ReadOptions, parse_file};
 use krender::pkg::writer::render_files;
+use krender::runtime::function_filter::{FunctionCall, FunctionExit, StepError, run_function};
 use krender::yaml::Node;
 use krender::yaml::node::tag;
 
@@ -397,8 +397,8 @@ impl krender::runtime::Evaluator for FakeEvaluator {
 
 #[test]
 fn evaluator_adapter() {
-    use krender::runtime::function_filter::run_evaluator;
     use krender::runtime::FunctionTarget;
+    use krender::runtime::function_filter::run_evaluator;
     let resources = read(&[("res.yaml", fixture("reconcile/res.yaml"))]);
     let timeout = std::time::Duration::from_secs(5);
     let target = FunctionTarget::Exec("identity");
@@ -538,9 +538,9 @@ mod never_panics {
     use proptest::prelude::*;
 
     use krender::krm::comments::copy_comments;
-    use krender::runtime::function_filter::{FunctionCall, FunctionExit, run_function};
     use krender::krm::order::sync_order;
     use krender::krm::resource_list::decode_function_output;
+    use krender::runtime::function_filter::{FunctionCall, FunctionExit, run_function};
 
     /// YAML-ish text from a small alphabet: keys, indentation, list dashes,
     /// comments, separators, flow brackets and quotes.

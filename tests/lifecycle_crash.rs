@@ -285,7 +285,7 @@ fn kill_at_random_points_leaves_old_or_new_package() {
         // Where the kill landed, for the report below.
         if pkg.join(".krender-journal").exists() {
             mid_roll_forward += 1;
-        } else if !krender::lifecycle::draft::leftovers(&pkg).is_empty()
+        } else if !krender::pkg::commit::leftovers(&pkg).is_empty()
             && std::fs::read_dir(&pkg)
                 .expect("read pkg")
                 .flatten()
@@ -473,11 +473,11 @@ fn interrupted_commits_of_nested_packages_are_recovered_first() {
     std::fs::write(sub.join("cm.yaml"), CM_OLD).expect("write");
     // A render of `sub` killed after its commit point: the journal holds a
     // file not yet rewritten.
-    let mut changes = krender::lifecycle::draft::Changes::default();
+    let mut changes = krender::pkg::commit::Changes::default();
     changes.write("cm.yaml", CM_NEW);
     std::fs::write(
         sub.join(".krender-journal"),
-        krender::lifecycle::draft::journal_bytes(&changes),
+        krender::pkg::commit::journal_bytes(&changes),
     )
     .expect("write");
     // Rendering the enclosing package finishes that commit before reading.
@@ -499,7 +499,7 @@ fn interrupted_commits_of_nested_packages_are_recovered_first() {
         std::fs::read_to_string(sub.join("cm.yaml")).expect("read"),
         CM_NEW
     );
-    assert!(krender::lifecycle::draft::leftovers(&sub).is_empty());
+    assert!(krender::pkg::commit::leftovers(&sub).is_empty());
 }
 
 /// A commit that cannot be finished (its journal names a write under a
@@ -520,11 +520,11 @@ fn readers_never_read_over_an_unfinished_commit() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
     )
     .expect("resource");
-    let mut changes = krender::lifecycle::draft::Changes::default();
+    let mut changes = krender::pkg::commit::Changes::default();
     changes.write("link/x.yaml", "x: 1\n");
     std::fs::write(
         pkg.join(".krender-journal"),
-        krender::lifecycle::draft::journal_bytes(&changes),
+        krender::pkg::commit::journal_bytes(&changes),
     )
     .expect("journal");
     std::os::unix::fs::symlink("/nonexistent/dir", pkg.join("link")).expect("symlink");

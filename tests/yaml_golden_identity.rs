@@ -10,9 +10,9 @@
 use std::convert::Infallible;
 use std::path::Path;
 
-use krender::runtime::function_filter::{FunctionCall, FunctionExit, run_function};
 use krender::pkg::reader::{ReadOptions, parse_file};
 use krender::pkg::writer::render_files;
+use krender::runtime::function_filter::{FunctionCall, FunctionExit, run_function};
 
 use super::yaml_golden::{Case, Expected, assert_known_failures, diff, krm_check, load_cases};
 

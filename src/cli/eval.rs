@@ -228,12 +228,12 @@ fn save_function(args: &EvalArgs, function: &Function, pkg: &Path, err: &mut dyn
             return;
         }
     }
-    let mut changes = crate::lifecycle::draft::Changes::default();
+    let mut changes = crate::pkg::commit::Changes::default();
     changes.write(
         kptfile::KPTFILE_NAME,
         crate::yaml::to_string(&node, crate::yaml::SeqIndent::Wide),
     );
-    if let Err(error) = crate::lifecycle::draft::commit(pkg, &changes) {
+    if let Err(error) = crate::pkg::commit::commit(pkg, &changes) {
         let _ = writeln!(err, "function is not added to Kptfile: {error}");
         return;
     }
@@ -662,7 +662,7 @@ fn run_on_package(
         Output::InPlace => crate::pkg::writer::plan_package(&root, &resources, &files_read)
             .map_err(|error| error.to_string())
             .and_then(|changes| {
-                crate::lifecycle::draft::commit(&root, &changes)
+                crate::pkg::commit::commit(&root, &changes)
                     .map(|_| ())
                     .map_err(|error| error.to_string())
             }),

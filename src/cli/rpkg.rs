@@ -62,8 +62,11 @@ pub(super) fn open_for_render(
         // A reader goes on without a lock where it cannot take one (a
         // read-only package), but never over a commit that was not finished:
         // it would read a half-written package.
-        Err(error @ LifecycleError::Io { .. }) if !in_place => {
-            if lifecycle::draft::needs_recovery(root) {
+        Err(
+            error @ (LifecycleError::Io { .. }
+            | LifecycleError::Commit(crate::pkg::commit::CommitError::Io { .. })),
+        ) if !in_place => {
+            if crate::pkg::commit::needs_recovery(root) {
                 Err(Report::Error(format!(
                     "package {} has an unfinished commit that cannot be completed now; \
                      nothing was read: {error}",
@@ -207,7 +210,7 @@ fn execute(args: &RpkgArgs, out: &mut dyn Write) -> Result<(), LifecycleError> {
         RpkgCommand::Pull { revision, dir } => {
             let revision = repo.get(revision)?;
             let files = repo.files(&revision)?;
-            lifecycle::draft::commit_new_dir(dir, &files)?;
+            crate::pkg::commit::commit_new_dir(dir, &files)?;
             let record = PullRecord {
                 revision: revision.id(),
                 commit: revision.commit.to_string(),

@@ -15,7 +15,7 @@ use super::{HydrateError, RenderOutcome, Report, Resources, bridge};
 use crate::krm::resource;
 use crate::krm::resource::clean_path;
 use crate::krm::resource_list::encode_output_list_remembered;
-use crate::lifecycle::draft;
+use crate::pkg::commit;
 use crate::pkg::kptfile::{self, Condition, Kptfile};
 use crate::yaml::SeqIndent;
 use crate::yaml::node::Style;
@@ -64,7 +64,7 @@ const CNRM_ANNOTATION: &str = "cnrm.cloud.google.com/blueprint";
 ///
 /// In place, everything the render changes in the package — rendered
 /// files, pruned files and the root Kptfile's status — is collected first
-/// and written as one atomic draft commit (`crate::lifecycle::draft`), so a
+/// and written as one atomic commit (`crate::pkg::commit`), so a
 /// crash leaves the whole old or the whole new package. The caller holds
 /// the package lock (`crate::lifecycle::open_package`).
 pub fn apply(
@@ -95,7 +95,7 @@ pub struct Written {
 }
 
 impl Written {
-    fn record(&mut self, root: &Path, changes: &draft::Changes) {
+    fn record(&mut self, root: &Path, changes: &commit::Changes) {
         self.bytes += changes
             .writes()
             .values()
@@ -200,7 +200,7 @@ pub fn apply_recording(
             }
         }
         stage_status(&root, &outcome, outcome.error.as_ref(), &mut changes);
-        draft::commit(&root, &changes).map_err(|error| ApplyError::Write {
+        commit::commit(&root, &changes).map_err(|error| ApplyError::Write {
             message: format!("failed to save resources: {error}"),
         })?;
         written.record(&root, &changes);
@@ -253,9 +253,9 @@ fn commit_status_only(
     error: Option<&HydrateError>,
     written: &mut Written,
 ) {
-    let mut changes = draft::Changes::default();
+    let mut changes = commit::Changes::default();
     stage_status(root, outcome, error, &mut changes);
-    if draft::commit(root, &changes).is_ok() {
+    if commit::commit(root, &changes).is_ok() {
         written.record(root, &changes);
     }
 }
@@ -411,7 +411,7 @@ fn stage_status(
     root: &Path,
     outcome: &RenderOutcome,
     error: Option<&HydrateError>,
-    changes: &mut draft::Changes,
+    changes: &mut commit::Changes,
 ) {
     let Some(bytes) = changes.read(root, kptfile::KPTFILE_NAME) else {
         return;

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::runtime::function_filter::{FunctionCall, SettledList, run_evaluator_owned};
 use crate::krm::resource_list::{
     decode_function_output, encode_output_list, unwrap_output_list, write_output_list_owned,
 };
+use crate::runtime::function_filter::{FunctionCall, SettledList, run_evaluator_owned};
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style, tag};
 

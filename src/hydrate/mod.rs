@@ -23,12 +23,12 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::runtime::function_filter::SettledList;
 use crate::krm::resource::{self, clean_path};
 use crate::krm::resource_list::ItemTexts;
 use crate::pkg::kptfile::{self, Function, Kptfile, KptfileError};
 use crate::pkg::tree;
 use crate::runtime::cancel::Cancel;
+use crate::runtime::function_filter::SettledList;
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style};
 
@@ -413,8 +413,8 @@ pub fn input_file_names(root: &Path, pkg: &Path, resources: &[Node]) -> Vec<Stri
 /// Renders the tree at `root` in kpt's order (DFS, or BFS when the root
 /// Kptfile asks), adopting `precomputed` DFS pipeline runs where the walk
 /// reaches them; packages without one run in the walk. BFS renders ignore
-/// them. The engine's one-shot entry point
-/// (`crate::engine::oneshot::render_once`) is what renders call.
+/// them. Commands do not call this directly: the engine's one-shot entry
+/// point computes the runs and then calls it.
 pub fn hydrate_with(
     root: &Path,
     root_kptfile: Kptfile,

@@ -1,4 +1,4 @@
-//! The lifecycle module's one error type: lock conflicts, draft commits and
+//! The lifecycle module's one error type: lock conflicts, atomic commits (wrapped) and
 //! crash recovery, and the package-revision state machine in git. Every
 //! variant names the package, path or revision it is about, and carries a
 //! `krender::lifecycle::*` diagnostic code.
@@ -33,37 +33,10 @@ pub enum LifecycleError {
         /// The operating system's message.
         message: String,
     },
-    /// A write would replace or escape into something the commit cannot
-    /// rename over (a directory, a path through a file, a reserved name).
-    #[error("{}: cannot write {relative}: {reason}", root.display())]
-    #[diagnostic(code(krender::lifecycle::invalid_write))]
-    InvalidWrite {
-        /// The package root.
-        root: PathBuf,
-        /// The package-relative path.
-        relative: String,
-        /// Why.
-        reason: String,
-    },
-    /// A commit journal exists but cannot be read; recovery refuses to guess.
-    #[error("{}: unreadable commit journal: {message}", path.display())]
-    #[diagnostic(
-        code(krender::lifecycle::journal_corrupt),
-        help("the package may be half-updated; inspect it, then delete the journal")
-    )]
-    JournalCorrupt {
-        /// The journal file.
-        path: PathBuf,
-        /// The parse error.
-        message: String,
-    },
-    /// The output directory of `-o DIR` appeared while the render staged it.
-    #[error("directory {} already exists, please delete the directory and retry", path.display())]
-    #[diagnostic(code(krender::lifecycle::output_exists))]
-    OutputExists {
-        /// The output directory.
-        path: PathBuf,
-    },
+    /// An atomic commit of package files, or its recovery, failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Commit(#[from] crate::pkg::commit::CommitError),
     /// The path is not inside a git repository (for `rpkg`).
     #[error("{}: not a krender package repository: {message}", path.display())]
     #[diagnostic(

@@ -2,8 +2,9 @@
 //! time, atomic changes, immutable published revisions), on the command
 //! line and in a plain git repository.
 //!
-//! - [`draft`]: every in-place render (and `fn sink`, and `-o DIR`) writes
-//!   its outcome as one atomic draft commit, with crash recovery.
+//! - every in-place render (and `fn sink`, and `-o DIR`) writes its outcome
+//!   as one atomic commit (`crate::pkg::commit`); [`open_package`] runs its
+//!   crash recovery.
 //! - [`lock`]: a try-lock per package, naming the holder on conflict and
 //!   taking over locks of dead processes.
 //! - [`rpkg`]: package revisions in git with Porch's lifecycle state
@@ -14,14 +15,14 @@
 //! Everything krender creates in or beside a package is named `.krender-*`;
 //! `pkg::reader` and `pkg::tree` skip those names.
 
-pub mod draft;
 pub mod error;
 pub mod lock;
 pub mod rpkg;
 
 use std::path::{Path, PathBuf};
 
-pub use draft::{Changes, CommitSummary, Recovery};
+use crate::pkg::commit;
+pub use crate::pkg::commit::{Changes, CommitSummary, Recovery};
 pub use error::LifecycleError;
 pub use lock::{LockHolder, LockMode, PackageLock};
 
@@ -59,9 +60,9 @@ pub fn open_package_mode(
     mode: LockMode,
 ) -> Result<PackageSession, LifecycleError> {
     let mut recovered = Vec::new();
-    if mode == LockMode::Shared && draft::needs_recovery(root) {
+    if mode == LockMode::Shared && commit::needs_recovery(root) {
         let writer = PackageLock::try_acquire(root, command)?;
-        match draft::recover(root)? {
+        match commit::recover(root)? {
             Recovery::Clean => {}
             recovery => recovered.push((root.to_path_buf(), recovery)),
         }
@@ -71,7 +72,7 @@ pub fn open_package_mode(
     for ancestor in root.ancestors().skip(1) {
         // Only a stat per level: enclosing directories can be big (`/tmp`),
         // and only a journal or a lock there can concern this tree.
-        let journal = ancestor.join(draft::JOURNAL_NAME).exists();
+        let journal = ancestor.join(commit::JOURNAL_NAME).exists();
         if journal || ancestor.join(lock::LOCK_FILE_NAME).exists() {
             probe_foreign(ancestor, &mut recovered, command, mode)?;
         }
@@ -80,7 +81,7 @@ pub fn open_package_mode(
         probe_foreign(&pkg, &mut recovered, command, mode)?;
     }
     if mode == LockMode::Exclusive {
-        match draft::recover(root)? {
+        match commit::recover(root)? {
             Recovery::Clean => {}
             recovery => recovered.push((root.to_path_buf(), recovery)),
         }
@@ -105,7 +106,7 @@ fn subpackages_with_leftovers(root: &Path) -> Vec<PathBuf> {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if draft::is_reserved_name(&name) {
+            if commit::is_reserved_name(&name) {
                 has_leftovers = true;
                 continue;
             }
@@ -132,9 +133,9 @@ fn probe_foreign(
     command: &str,
     mode: LockMode,
 ) -> Result<(), LifecycleError> {
-    if draft::needs_recovery(dir) {
+    if commit::needs_recovery(dir) {
         let writer = PackageLock::try_acquire(dir, command)?;
-        match draft::recover(dir)? {
+        match commit::recover(dir)? {
             Recovery::Clean => {}
             recovery => recovered.push((dir.to_path_buf(), recovery)),
         }

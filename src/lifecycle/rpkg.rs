@@ -857,15 +857,15 @@ impl PackageRepo {
             path: temp.clone(),
             message: error.to_string(),
         })?;
-        super::draft::write_durably(&temp, &bytes, None)?;
+        crate::pkg::commit::write_durably(&temp, &bytes, None)?;
         std::fs::rename(&temp, &path).map_err(|error| LifecycleError::io(&path, &error))?;
-        super::draft::sync_dir(self.git_dir())
+        Ok(crate::pkg::commit::sync_dir(self.git_dir())?)
     }
 
     fn remove_journal(&self) -> Result<(), LifecycleError> {
         let path = self.git_dir().join(TRANSITION_JOURNAL);
         match std::fs::remove_file(&path) {
-            Ok(()) => super::draft::sync_dir(self.git_dir()),
+            Ok(()) => Ok(crate::pkg::commit::sync_dir(self.git_dir())?),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(error) => Err(LifecycleError::io(&path, &error)),
         }
@@ -1170,7 +1170,7 @@ pub fn read_dir_files(dir: &Path) -> Result<Files, LifecycleError> {
         for entry in entries {
             let entry = entry.map_err(|error| LifecycleError::io(&current, &error))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name == ".git" || super::draft::is_reserved_name(&name) {
+            if name == ".git" || crate::pkg::commit::is_reserved_name(&name) {
                 continue;
             }
             let path = entry.path();

@@ -203,7 +203,7 @@ fn list_files(
     entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     for (name, path, is_dir) in entries {
         // krender's staging and lock files (`.krender-*`) are no content.
-        if crate::lifecycle::draft::is_reserved_name(&name) || ignore.is_ignored(&path, is_dir) {
+        if crate::pkg::commit::is_reserved_name(&name) || ignore.is_ignored(&path, is_dir) {
             continue;
         }
         if is_dir {

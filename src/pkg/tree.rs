@@ -43,7 +43,7 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
         // krender's own staging directories (`.krender-*`) are no packages.
         if name
             .to_str()
-            .is_some_and(crate::lifecycle::draft::is_reserved_name)
+            .is_some_and(crate::pkg::commit::is_reserved_name)
         {
             continue;
         }

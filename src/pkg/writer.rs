@@ -8,16 +8,16 @@
 //! JSON for a `.json` file holding exactly one resource (§9.3).
 //! [`plan_package`] turns that into the [`Changes`] against what is on disk
 //! (changed files, and files whose resources all disappeared), and
-//! [`write_package`] commits them atomically as one draft
-//! (`crate::lifecycle::draft`); [`write_new_dir`] does the same for a
+//! [`write_package`] commits them atomically as one
+//! (`crate::pkg::commit`); [`write_new_dir`] does the same for a
 //! directory that does not exist yet (`-o DIR`).
 
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
+use super::commit::{self, Changes};
 use crate::krm::resource;
-use crate::lifecycle::draft::{self, Changes};
 use crate::pkg::kptfile::KPTFILE_NAME;
 use crate::yaml::marshal::format_go_json_float;
 use crate::yaml::node::{Node, NodeKind, tag};
@@ -193,7 +193,7 @@ pub fn plan_package(
 }
 
 /// Writes `resources` into the package at `dir` ([`plan_package`]) as one
-/// atomic draft commit (`crate::lifecycle::draft`): after a crash the
+/// atomic commit (`crate::pkg::commit`): after a crash the
 /// package holds either all of the old or all of the new files. The caller
 /// of an in-place render holds the package lock; without it, concurrent
 /// writers still cannot interleave their commits.
@@ -203,7 +203,7 @@ pub fn write_package(
     files_read: &[String],
 ) -> Result<(), WriteError> {
     let changes = plan_package(dir, resources, files_read)?;
-    draft::commit(dir, &changes).map_err(|error| WriteError::Commit {
+    commit::commit(dir, &changes).map_err(|error| WriteError::Commit {
         message: error.to_string(),
     })?;
     Ok(())
@@ -217,7 +217,7 @@ pub fn write_new_dir(dir: &Path, resources: &[Node]) -> Result<(), WriteError> {
         .into_iter()
         .map(|(relative, content)| (relative, content.into_bytes()))
         .collect();
-    draft::commit_new_dir(dir, &files).map_err(|error| WriteError::Commit {
+    commit::commit_new_dir(dir, &files).map_err(|error| WriteError::Commit {
         message: error.to_string(),
     })
 }

@@ -1,4 +1,7 @@
-//! Draft-commit writes: a package's new state appears all at once.
+//! Atomic commits of a package's files: its new state appears all at once.
+//!
+//! (`lifecycle` builds Porch's draft lifecycle on this; the package writer,
+//! `fn sink` and `-o DIR` use it directly.)
 //!
 //! A render (or `fn sink`) first collects its whole outcome as [`Changes`]
 //! (files to write, files to delete) and then [`commit`]s them:
@@ -64,7 +67,60 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::error::LifecycleError;
+/// A commit or recovery failure, naming the path it is about.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum CommitError {
+    /// A file or directory operation failed.
+    #[error("{}: {message}", path.display())]
+    #[diagnostic(code(krender::commit::io))]
+    Io {
+        /// The path operated on.
+        path: PathBuf,
+        /// The operating system's message.
+        message: String,
+    },
+    /// A write would replace or escape into something the commit cannot
+    /// write (a directory, a path through a file, a reserved name).
+    #[error("{}: cannot write {relative}: {reason}", root.display())]
+    #[diagnostic(code(krender::commit::invalid_write))]
+    InvalidWrite {
+        /// The package root.
+        root: PathBuf,
+        /// The package-relative path.
+        relative: String,
+        /// Why.
+        reason: String,
+    },
+    /// A commit journal exists but cannot be read; recovery refuses to guess.
+    #[error("{}: unreadable commit journal: {message}", path.display())]
+    #[diagnostic(
+        code(krender::commit::journal_corrupt),
+        help("the package may be half-updated; inspect it, then delete the journal")
+    )]
+    JournalCorrupt {
+        /// The journal file.
+        path: PathBuf,
+        /// The parse error.
+        message: String,
+    },
+    /// The output directory of `-o DIR` appeared while the render staged it.
+    #[error("directory {} already exists, please delete the directory and retry", path.display())]
+    #[diagnostic(code(krender::commit::output_exists))]
+    OutputExists {
+        /// The output directory.
+        path: PathBuf,
+    },
+}
+
+impl CommitError {
+    /// A [`CommitError::Io`] for `path`.
+    pub(crate) fn io(path: impl Into<PathBuf>, error: &std::io::Error) -> Self {
+        CommitError::Io {
+            path: path.into(),
+            message: error.to_string(),
+        }
+    }
+}
 
 /// Prefix of every file or directory krender creates inside or beside a
 /// package.
@@ -179,7 +235,7 @@ pub enum Recovery {
 /// commit point nothing changed and nothing is left behind. The caller
 /// should hold the package lock (see [`super::lock`]); without it, a commit
 /// still refuses to overwrite another commit's journal.
-pub fn commit(root: &Path, changes: &Changes) -> Result<CommitSummary, LifecycleError> {
+pub fn commit(root: &Path, changes: &Changes) -> Result<CommitSummary, CommitError> {
     if changes.is_empty() {
         return Ok(CommitSummary::default());
     }
@@ -191,7 +247,7 @@ pub fn commit(root: &Path, changes: &Changes) -> Result<CommitSummary, Lifecycle
     for relative in &changes.deletes {
         check_relative(root, relative)?;
     }
-    std::fs::create_dir_all(root).map_err(|error| LifecycleError::io(root, &error))?;
+    std::fs::create_dir_all(root).map_err(|error| CommitError::io(root, &error))?;
     let journal = journal_of(changes);
     let temp_journal = root.join(format!("{JOURNAL_TEMP_PREFIX}{}", transaction_id()));
     if let Err(error) = publish(root, &temp_journal, &journal, changes) {
@@ -212,8 +268,8 @@ fn publish(
     temp_journal: &Path,
     journal: &Journal,
     changes: &Changes,
-) -> Result<(), LifecycleError> {
-    let io = |error: std::io::Error| LifecycleError::io(temp_journal, &error);
+) -> Result<(), CommitError> {
+    let io = |error: std::io::Error| CommitError::io(temp_journal, &error);
     fault(temp_journal).map_err(io)?;
     let file = std::fs::File::create(temp_journal).map_err(io)?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
@@ -230,14 +286,14 @@ fn publish(
         .and_then(|()| rename_no_replace(temp_journal, &journal_path))
         .map_err(|error| {
             if error.kind() == std::io::ErrorKind::AlreadyExists {
-                LifecycleError::Io {
+                CommitError::Io {
                     path: journal_path.clone(),
                     message: "another commit is in progress or was interrupted; \
                           the next `krender fn render` of this package recovers it"
                         .to_owned(),
                 }
             } else {
-                LifecycleError::io(&journal_path, &error)
+                CommitError::io(&journal_path, &error)
             }
         })?;
     // Past the commit point: whatever fails from here on leaves the journal
@@ -289,10 +345,10 @@ fn roll_forward(
     root: &Path,
     writes: &[(&str, &[u8])],
     deletes: &[String],
-) -> Result<CommitSummary, LifecycleError> {
+) -> Result<CommitSummary, CommitError> {
     // The journal's directory entry is durable before anything it names
     // changes.
-    fault(root).map_err(|error| LifecycleError::io(root, &error))?;
+    fault(root).map_err(|error| CommitError::io(root, &error))?;
     sync_dir(root)?;
     crash_point();
     let mut parents = BTreeSet::new();
@@ -301,7 +357,7 @@ fn roll_forward(
         if parents.insert(parent.clone()) {
             fault(&parent)
                 .and_then(|()| std::fs::create_dir_all(&parent))
-                .map_err(|error| LifecycleError::io(&parent, &error))?;
+                .map_err(|error| CommitError::io(&parent, &error))?;
         }
     }
     write_files(root, writes, !WHOLE_FILESYSTEM_FLUSH)?;
@@ -315,14 +371,14 @@ fn roll_forward(
         match fault(&target).and_then(|()| std::fs::remove_file(&target)) {
             Ok(()) => summary.deleted += 1,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(LifecycleError::io(&target, &error)),
+            Err(error) => return Err(CommitError::io(&target, &error)),
         }
         if let Some(parent) = target.parent() {
             touched.insert(parent.to_path_buf());
         }
         crash_point();
     }
-    fault(root).map_err(|error| LifecycleError::io(root, &error))?;
+    fault(root).map_err(|error| CommitError::io(root, &error))?;
     if WHOLE_FILESYSTEM_FLUSH {
         flush_filesystem(root)?;
     } else {
@@ -335,7 +391,7 @@ fn roll_forward(
     let journal_path = root.join(JOURNAL_NAME);
     fault(&journal_path)
         .and_then(|()| std::fs::remove_file(&journal_path))
-        .map_err(|error| LifecycleError::io(&journal_path, &error))?;
+        .map_err(|error| CommitError::io(&journal_path, &error))?;
     sync_dir(root)?;
     crash_point();
     Ok(summary)
@@ -345,18 +401,14 @@ fn roll_forward(
 /// not computation, so they do not compete for the cores the way rayon
 /// workers would, and concurrent fsyncs (where each file is fsynced) share
 /// the filesystem's journal commits.
-fn write_files(
-    root: &Path,
-    writes: &[(&str, &[u8])],
-    fsync_each: bool,
-) -> Result<(), LifecycleError> {
+fn write_files(root: &Path, writes: &[(&str, &[u8])], fsync_each: bool) -> Result<(), CommitError> {
     const WRITING_THREADS: usize = 8;
     let chunk = writes.len().div_ceil(WRITING_THREADS).max(1);
     std::thread::scope(|scope| {
         let workers: Vec<_> = writes
             .chunks(chunk)
             .map(|part| {
-                scope.spawn(move || -> Result<(), LifecycleError> {
+                scope.spawn(move || -> Result<(), CommitError> {
                     for (relative, bytes) in part {
                         write_in_place(&root.join(relative), bytes, fsync_each)?;
                         crash_point();
@@ -368,7 +420,7 @@ fn write_files(
         let mut result = Ok(());
         for worker in workers {
             let outcome = worker.join().unwrap_or_else(|_| {
-                Err(LifecycleError::Io {
+                Err(CommitError::Io {
                     path: root.to_path_buf(),
                     message: "a writing thread panicked".to_owned(),
                 })
@@ -384,9 +436,9 @@ fn write_files(
 /// Gives `path` the contents `bytes`, keeping its inode when it is a file
 /// krender may write; a symbolic link, or a file it may not write, is
 /// replaced by a new file (with the old file's mode).
-fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), LifecycleError> {
+fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), CommitError> {
     use std::io::Write;
-    let io = |error: std::io::Error| LifecycleError::io(path, &error);
+    let io = |error: std::io::Error| CommitError::io(path, &error);
     fault(path).map_err(io)?;
     let mut mode = None;
     // A symbolic link is replaced, never written through; so is anything
@@ -425,7 +477,7 @@ fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), Lifecycl
 /// Brings the package at `root` to a consistent state after an interrupted
 /// commit (see the module doc). Call it with the package lock held, before
 /// reading the package.
-pub fn recover(root: &Path) -> Result<Recovery, LifecycleError> {
+pub fn recover(root: &Path) -> Result<Recovery, CommitError> {
     let journal_path = root.join(JOURNAL_NAME);
     match std::fs::read(&journal_path) {
         Ok(bytes) => {
@@ -452,7 +504,7 @@ pub fn recover(root: &Path) -> Result<Recovery, LifecycleError> {
             })
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => Ok(Recovery::Clean),
-        Err(error) => Err(LifecycleError::io(&journal_path, &error)),
+        Err(error) => Err(CommitError::io(&journal_path, &error)),
     }
 }
 
@@ -476,8 +528,8 @@ fn parse_journal<'a>(
     root: &Path,
     path: &Path,
     bytes: &'a [u8],
-) -> Result<(Journal, &'a [u8]), LifecycleError> {
-    let corrupt = |message: String| LifecycleError::JournalCorrupt {
+) -> Result<(Journal, &'a [u8]), CommitError> {
+    let corrupt = |message: String| CommitError::JournalCorrupt {
         path: path.to_path_buf(),
         message,
     };
@@ -520,11 +572,11 @@ fn parse_journal<'a>(
 
 /// Removes stages and temporary journals of commits that never reached
 /// their commit point; returns how many it removed.
-fn remove_leftovers(root: &Path) -> Result<usize, LifecycleError> {
+fn remove_leftovers(root: &Path) -> Result<usize, CommitError> {
     let entries = match std::fs::read_dir(root) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(error) => return Err(LifecycleError::io(root, &error)),
+        Err(error) => return Err(CommitError::io(root, &error)),
     };
     let mut removed = 0;
     for entry in entries.flatten() {
@@ -541,7 +593,7 @@ fn remove_leftovers(root: &Path) -> Result<usize, LifecycleError> {
         match result {
             Ok(()) => removed += 1,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(LifecycleError::io(&path, &error)),
+            Err(error) => return Err(CommitError::io(&path, &error)),
         }
     }
     Ok(removed)
@@ -550,7 +602,7 @@ fn remove_leftovers(root: &Path) -> Result<usize, LifecycleError> {
 /// Writes `files` as the new directory `dir`, which must not exist: staged
 /// beside it, then renamed into place without replacing anything. An empty
 /// `files` creates nothing (as a direct write would not).
-pub fn commit_new_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), LifecycleError> {
+pub fn commit_new_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), CommitError> {
     if files.is_empty() {
         return Ok(());
     }
@@ -563,7 +615,7 @@ pub fn commit_new_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(
     for relative in files.keys() {
         check_relative(dir, relative)?;
     }
-    std::fs::create_dir_all(&parent).map_err(|error| LifecycleError::io(&parent, &error))?;
+    std::fs::create_dir_all(&parent).map_err(|error| CommitError::io(&parent, &error))?;
     remove_dead_out_stages(&parent);
     let stage = parent.join(format!("{OUT_STAGE_PREFIX}{}", transaction_id()));
     let result = stage_new_dir(&stage, dir, files);
@@ -577,15 +629,15 @@ fn stage_new_dir(
     stage: &Path,
     dir: &Path,
     files: &BTreeMap<String, Vec<u8>>,
-) -> Result<(), LifecycleError> {
-    std::fs::create_dir(stage).map_err(|error| LifecycleError::io(stage, &error))?;
+) -> Result<(), CommitError> {
+    std::fs::create_dir(stage).map_err(|error| CommitError::io(stage, &error))?;
     let mut dirs = BTreeSet::new();
     dirs.insert(stage.to_path_buf());
     for relative in files.keys() {
         if let Some(parent) = stage.join(relative).parent()
             && dirs.insert(parent.to_path_buf())
         {
-            std::fs::create_dir_all(parent).map_err(|error| LifecycleError::io(parent, &error))?;
+            std::fs::create_dir_all(parent).map_err(|error| CommitError::io(parent, &error))?;
         }
     }
     let writes: Vec<(&str, &[u8])> = files
@@ -602,11 +654,11 @@ fn stage_new_dir(
     }
     rename_no_replace(stage, dir).map_err(|error| match error.kind() {
         std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::DirectoryNotEmpty => {
-            LifecycleError::OutputExists {
+            CommitError::OutputExists {
                 path: dir.to_path_buf(),
             }
         }
-        _ => LifecycleError::io(dir, &error),
+        _ => CommitError::io(dir, &error),
     })?;
     match dir.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => sync_dir(parent)?,
@@ -657,8 +709,8 @@ fn transaction_id() -> String {
 }
 
 /// Rejects absolute paths, `..`, and paths through reserved names.
-fn check_relative(root: &Path, relative: &str) -> Result<(), LifecycleError> {
-    let invalid = |reason: &str| LifecycleError::InvalidWrite {
+fn check_relative(root: &Path, relative: &str) -> Result<(), CommitError> {
+    let invalid = |reason: &str| CommitError::InvalidWrite {
         root: root.to_path_buf(),
         relative: relative.to_owned(),
         reason: reason.to_owned(),
@@ -694,10 +746,10 @@ fn check_write_target(
     root: &Path,
     relative: &str,
     checked_parents: &mut BTreeSet<PathBuf>,
-) -> Result<(), LifecycleError> {
+) -> Result<(), CommitError> {
     use std::os::unix::fs::MetadataExt;
     check_relative(root, relative)?;
-    let invalid = |reason: &str| LifecycleError::InvalidWrite {
+    let invalid = |reason: &str| CommitError::InvalidWrite {
         root: root.to_path_buf(),
         relative: relative.to_owned(),
         reason: reason.to_owned(),
@@ -744,11 +796,11 @@ fn check_write_target(
             Ok(meta) if meta.is_dir() => existing = dir.clone(),
             Ok(_) => return Err(invalid("a parent path is not a directory")),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => break,
-            Err(error) => return Err(LifecycleError::io(&dir, &error)),
+            Err(error) => return Err(CommitError::io(&dir, &error)),
         }
     }
     let existing_meta =
-        std::fs::metadata(&existing).map_err(|error| LifecycleError::io(&existing, &error))?;
+        std::fs::metadata(&existing).map_err(|error| CommitError::io(&existing, &error))?;
     if existing_meta.dev() != root_meta.dev() {
         return Err(invalid(
             "a parent directory is on another file system than the package",
@@ -790,7 +842,7 @@ pub(crate) fn write_durably(
     path: &Path,
     bytes: &[u8],
     permissions: Option<std::fs::Permissions>,
-) -> Result<(), LifecycleError> {
+) -> Result<(), CommitError> {
     write_file(path, bytes, permissions, true)
 }
 
@@ -799,9 +851,9 @@ fn write_file(
     bytes: &[u8],
     permissions: Option<std::fs::Permissions>,
     fsync: bool,
-) -> Result<(), LifecycleError> {
+) -> Result<(), CommitError> {
     use std::io::Write;
-    let io = |error: std::io::Error| LifecycleError::io(path, &error);
+    let io = |error: std::io::Error| CommitError::io(path, &error);
     let mut file = std::fs::File::create(path).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
     if let Some(permissions) = permissions {
@@ -820,18 +872,18 @@ const WHOLE_FILESYSTEM_FLUSH: bool = cfg!(target_os = "linux");
 /// `syncfs`): data, inodes and directory entries at once. Elsewhere it is
 /// never called ([`WHOLE_FILESYSTEM_FLUSH`]): the caller fsyncs file by
 /// file.
-fn flush_filesystem(dir: &Path) -> Result<(), LifecycleError> {
+fn flush_filesystem(dir: &Path) -> Result<(), CommitError> {
     if !fsync_enabled() {
         return Ok(());
     }
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
-        let file = std::fs::File::open(dir).map_err(|error| LifecycleError::io(dir, &error))?;
+        let file = std::fs::File::open(dir).map_err(|error| CommitError::io(dir, &error))?;
         // SAFETY: `syncfs` takes an open descriptor, which `file` owns
         // until after the call.
         if unsafe { libc::syncfs(file.as_raw_fd()) } != 0 {
-            return Err(LifecycleError::io(dir, &std::io::Error::last_os_error()));
+            return Err(CommitError::io(dir, &std::io::Error::last_os_error()));
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -839,13 +891,13 @@ fn flush_filesystem(dir: &Path) -> Result<(), LifecycleError> {
     Ok(())
 }
 
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), LifecycleError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), CommitError> {
     if !fsync_enabled() {
         return Ok(());
     }
     std::fs::File::open(dir)
         .and_then(|file| file.sync_all())
-        .map_err(|error| LifecycleError::io(dir, &error))
+        .map_err(|error| CommitError::io(dir, &error))
 }
 
 /// `KRENDER_FSYNC=0` skips the flushes. The commit then stays atomic
@@ -1088,7 +1140,7 @@ mod tests {
             changes.write(bad, "x");
             let error = commit(root, &changes).unwrap_err();
             assert!(
-                matches!(error, LifecycleError::InvalidWrite { .. }),
+                matches!(error, CommitError::InvalidWrite { .. }),
                 "{bad}: {error}"
             );
         }
@@ -1207,7 +1259,7 @@ mod tests {
         std::fs::write(temp.path().join(JOURNAL_NAME), bytes).unwrap();
         let error = recover(temp.path()).unwrap_err();
         assert!(
-            matches!(error, LifecycleError::JournalCorrupt { .. }),
+            matches!(error, CommitError::JournalCorrupt { .. }),
             "{error}"
         );
         assert!(!temp.path().join("a.yaml").exists());
@@ -1265,10 +1317,7 @@ mod tests {
         commit_new_dir(&out, &files).unwrap();
         assert_eq!(std::fs::read(out.join("x/a.yaml")).unwrap(), b"a\n");
         let error = commit_new_dir(&out, &files).unwrap_err();
-        assert!(
-            matches!(error, LifecycleError::OutputExists { .. }),
-            "{error}"
-        );
+        assert!(matches!(error, CommitError::OutputExists { .. }), "{error}");
         assert_eq!(leftovers(temp.path()), Vec::<PathBuf>::new());
     }
 }
