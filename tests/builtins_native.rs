@@ -90,7 +90,15 @@ fn step(
     match native {
         // What the hydrator does by default, which takes the wire for
         // resources known not to survive it.
-        Some(known) => run_evaluator_owned(&evaluator, target, resources, call, TIMEOUT, known),
+        Some(known) => run_evaluator_owned(
+            &evaluator,
+            target,
+            resources,
+            call,
+            TIMEOUT,
+            known,
+            Default::default(),
+        ),
         None => run_wire(&evaluator, target, resources, call, TIMEOUT),
     }
 }

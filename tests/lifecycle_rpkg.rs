@@ -223,7 +223,9 @@ fn propose_renders_with_krender_and_commits_the_result() {
     ]);
     let revision = repo.create_package("app", "ws1", &package).unwrap();
     let proposal = repo
-        .propose(&revision, None, &krender::lifecycle::rpkg::render_in_place)
+        .propose(&revision, None, &|dir: &std::path::Path| {
+            krender::lifecycle::rpkg::render_in_place(dir, &Default::default())
+        })
         .unwrap();
     assert_ne!(proposal.commit, revision.commit, "the render was committed");
     let rendered = repo.files(&proposal).unwrap();
@@ -247,7 +249,9 @@ fn a_draft_that_does_not_render_cannot_be_proposed() {
     )]);
     let revision = repo.create_package("app", "ws1", &package).unwrap();
     let error = repo
-        .propose(&revision, None, &krender::lifecycle::rpkg::render_in_place)
+        .propose(&revision, None, &|dir: &std::path::Path| {
+            krender::lifecycle::rpkg::render_in_place(dir, &Default::default())
+        })
         .unwrap_err();
     let text = error.to_string();
     assert!(

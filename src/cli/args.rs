@@ -264,7 +264,10 @@ impl CacheArgs {
     /// The engine's view of these flags.
     pub fn options(&self) -> crate::engine::cache::CacheOptions {
         crate::engine::cache::CacheOptions {
-            dir: self.cache_dir.clone(),
+            dir: self
+                .cache_dir
+                .clone()
+                .or_else(super::cache::default_cache_dir),
             disabled: self.no_cache,
         }
     }

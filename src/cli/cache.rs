@@ -2,11 +2,12 @@
 //! function-result cache, its render manifests and package runs.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use super::args::{CacheCommand, CacheDirArgs};
 use std::time::Duration;
 
-use crate::engine::cache::{clear, default_cache_dir, prune, summarize};
+use crate::engine::cache::{clear, prune, summarize};
 use crate::engine::manifest::store_dir;
 
 /// Runs a cache command and returns the exit code.
@@ -59,4 +60,15 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
             1
         }
     }
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/krender`, else
+/// `$HOME/.cache/krender`; `None` when neither variable is set.
+pub(super) fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
+        return Some(PathBuf::from(xdg).join("krender"));
+    }
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(|home| PathBuf::from(home).join(".cache").join("krender"))
 }

@@ -385,10 +385,12 @@ fn run_function(
     let chain_options = ChainOptions {
         image_pull_policy: args.image_pull_policy.clone(),
         cancel: interrupts.cancel().clone(),
+        config: super::config_path(),
     };
     let image_runtime = crate::engine::cache::wrap_image_evaluator(
         image_evaluator(&chain_options),
         &args.cache.options(),
+        &chain_options.config,
     );
     let exec_runtime = exec_evaluator(&chain_options);
     let (evaluator, target): (&dyn Evaluator, FunctionTarget<'_>) = if function.image.is_empty() {
@@ -427,6 +429,7 @@ fn run_function(
             true,
             crate::hydrate::RenderOptions::default().timeout,
             None,
+            super::native_mode(),
         )
         .map_err(|failure| failure.to_string()),
     };

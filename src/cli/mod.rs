@@ -105,3 +105,24 @@ fn init_tracing() {
         .with_writer(std::io::stderr)
         .try_init();
 }
+
+/// kpt's `KRM_DISABLE_ATTRIBUTION`: set (to anything) turns off the
+/// `cnrm.cloud.google.com/blueprint` annotation on written resources.
+fn attribution_enabled() -> bool {
+    std::env::var_os("KRM_DISABLE_ATTRIBUTION").is_none()
+}
+
+/// `KRENDER_NATIVE=off|verify`: builtins through the wire, or both ways
+/// with a check (see `runtime::function_filter::NativeMode`).
+fn native_mode() -> crate::runtime::function_filter::NativeMode {
+    std::env::var("KRENDER_NATIVE")
+        .map(|value| crate::runtime::function_filter::NativeMode::parse(&value))
+        .unwrap_or_default()
+}
+
+/// The function table's file: `$KRENDER_CONFIG`, else `./render.toml`.
+fn config_path() -> std::path::PathBuf {
+    std::env::var_os("KRENDER_CONFIG")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate::runtime::chain::DEFAULT_CONFIG.into())
+}

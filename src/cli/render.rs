@@ -17,7 +17,6 @@ use crate::hydrate::{self, Output, RenderOptions, RenderOutcome, Report, Written
 use crate::pkg::kptfile::{DEFAULT_IMAGE_PREFIX, Kptfile, SAVE_ON_RENDER_FAILURE_ANNOTATION};
 use crate::runtime::builtin::split_image;
 use crate::runtime::cancel::Cancel;
-use crate::runtime::chain::CONFIG_ENV;
 use crate::runtime::chain::{ChainOptions, exec_evaluator, image_evaluator};
 use crate::runtime::exec::ExecEvaluator;
 use crate::runtime::{Evaluator, Executor, FunctionTarget};
@@ -356,18 +355,24 @@ pub(super) fn render_context(
         in_place: *output == Output::InPlace,
         jobs: args.jobs,
         cancel: cancel.clone(),
+        attribution: super::attribution_enabled(),
+        native: super::native_mode(),
         ..RenderOptions::default()
     };
     let chain_options = ChainOptions {
         image_pull_policy: args.image_pull_policy.clone(),
         cancel: cancel.clone(),
+        config: super::config_path(),
     };
     let exec = exec_evaluator(&chain_options);
-    let actions = cache_dir
-        .as_deref()
-        .map(|dir| Arc::new(ActionCache::new(dir, CachePolicy::from_environment())));
+    let actions = cache_dir.as_deref().map(|dir| {
+        Arc::new(ActionCache::new(
+            dir,
+            CachePolicy::for_config(&chain_options.config),
+        ))
+    });
     let caches = cache_dir.map(|dir| {
-        let policy = CachePolicy::from_environment();
+        let policy = CachePolicy::for_config(&chain_options.config);
         Caches {
             image: Arc::new(CachingEvaluator::new(
                 image_evaluator(&chain_options),
@@ -444,9 +449,7 @@ impl ManifestCheck {
         let tree = TreeSnapshot::scan_with(root, |path| reader.read(path)).ok()?;
         let seen = reader.into_seen();
         files.replace(seen);
-        let config_path = std::env::var_os(CONFIG_ENV)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("render.toml"));
+        let config_path = super::config_path();
         let key = RenderKey {
             root,
             output: args.output.as_deref().unwrap_or(""),
@@ -466,9 +469,7 @@ impl ManifestCheck {
                 // The attribution annotation is added to what is written.
                 (
                     "KRM_DISABLE_ATTRIBUTION",
-                    std::env::var_os("KRM_DISABLE_ATTRIBUTION")
-                        .is_some()
-                        .to_string(),
+                    (!super::attribution_enabled()).to_string(),
                 ),
             ],
             config: std::fs::read_to_string(config_path).ok(),

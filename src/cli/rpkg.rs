@@ -150,7 +150,13 @@ fn execute(args: &RpkgArgs, out: &mut dyn Write) -> Result<(), LifecycleError> {
         RpkgCommand::Propose(target) => {
             let revision = repo.get(&target.revision)?;
             let expected = parse_commit(&target.revision, target.commit.as_deref())?;
-            let revision = repo.propose(&revision, expected, &render_in_place)?;
+            let options = crate::hydrate::RenderOptions {
+                attribution: super::attribution_enabled(),
+                native: super::native_mode(),
+                ..crate::hydrate::RenderOptions::default()
+            };
+            let render = |dir: &Path| render_in_place(dir, &options);
+            let revision = repo.propose(&revision, expected, &render)?;
             print_revision(out, &revision, "proposed")
         }
         RpkgCommand::Approve(target) => {

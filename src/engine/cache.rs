@@ -28,17 +28,6 @@ const VALUE_MAGIC: &[u8; 4] = b"KRC1";
 /// Environment variable naming the cache directory.
 pub const CACHE_DIR_ENV: &str = "KRENDER_CACHE_DIR";
 
-/// The default cache directory: `$XDG_CACHE_HOME/krender`, else
-/// `$HOME/.cache/krender`; `None` when neither variable is set.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
-        return Some(PathBuf::from(xdg).join("krender"));
-    }
-    std::env::var_os("HOME")
-        .filter(|home| !home.is_empty())
-        .map(|home| PathBuf::from(home).join(".cache").join("krender"))
-}
-
 /// Which calls may be answered from the cache, and under what identity.
 #[derive(Clone, Debug, Default)]
 pub struct CachePolicy {
@@ -397,7 +386,8 @@ impl<E: Evaluator + ?Sized> Evaluator for Box<E> {
 /// The CLI's cache settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CacheOptions {
-    /// `--cache-dir` / `KRENDER_CACHE_DIR`; `None` means [`default_cache_dir`].
+    /// `--cache-dir` / `KRENDER_CACHE_DIR`, else the cli's default
+    /// (`$XDG_CACHE_HOME/krender`); `None` when there is none.
     pub dir: Option<PathBuf>,
     /// `--no-cache`.
     pub disabled: bool,
@@ -409,19 +399,16 @@ impl CacheOptions {
         if self.disabled {
             return None;
         }
-        self.dir.clone().or_else(default_cache_dir)
+        self.dir.clone()
     }
 }
 
 impl CachePolicy {
-    /// The policy for the function table the image evaluator loads
-    /// (`$KRENDER_CONFIG`, else `./render.toml`, else the defaults).
-    pub fn from_environment() -> CachePolicy {
-        let path = std::env::var_os(crate::runtime::chain::CONFIG_ENV)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("render.toml"));
+    /// The policy for the function table the image evaluator loads from
+    /// `config` (the defaults when the file is missing).
+    pub fn for_config(config: &Path) -> CachePolicy {
         CachePolicy {
-            table: FunctionTable::load(&path).ok(),
+            table: FunctionTable::load(config).ok(),
         }
     }
 }
@@ -430,12 +417,13 @@ impl CachePolicy {
 pub fn wrap_image_evaluator(
     inner: Box<dyn Evaluator>,
     options: &CacheOptions,
+    config: &Path,
 ) -> Box<dyn Evaluator> {
     match options.resolved_dir() {
         Some(dir) => Box::new(CachingEvaluator::new(
             inner,
             dir,
-            CachePolicy::from_environment(),
+            CachePolicy::for_config(config),
         )),
         None => inner,
     }

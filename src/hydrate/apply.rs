@@ -133,7 +133,7 @@ pub fn apply_recording(
         return Err(ApplyError::Render(error.clone()));
     }
     let mut outcome = outcome;
-    let attribute = std::env::var_os("KRM_DISABLE_ATTRIBUTION").is_none();
+    let attribute = outcome.attribution;
     let resources = match outcome.resources.take() {
         // A list the engine still holds goes to stdout without a copy: only
         // each item's annotations are copied and adjusted.

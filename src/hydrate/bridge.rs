@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::krm::resource_list::{
     decode_function_output, encode_output_list, unwrap_output_list, write_output_list_owned,
 };
-use crate::runtime::function_filter::{FunctionCall, SettledList, run_evaluator_owned};
+use crate::runtime::function_filter::{FunctionCall, NativeMode, SettledList, run_evaluator_owned};
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style, tag};
 
@@ -58,12 +58,13 @@ pub(crate) fn run_filter(
     in_pipeline: bool,
     timeout: Duration,
     known: Option<SettledList>,
+    native: NativeMode,
 ) -> Result<FilterRun, EvalError> {
     let call = FunctionCall {
         function_config,
         in_pipeline,
     };
-    let step = run_evaluator_owned(evaluator, target, items, call, timeout, known)?;
+    let step = run_evaluator_owned(evaluator, target, items, call, timeout, known, native)?;
     Ok(FilterRun {
         output: step.output.map_err(|error| error.to_string()),
         results: step.results,

@@ -79,6 +79,11 @@ pub struct RenderOptions {
     /// Stops the render between steps when tripped (and kills running
     /// functions, through the evaluators holding the same token).
     pub cancel: Cancel,
+    /// Annotate written resources with `cnrm.cloud.google.com/blueprint`
+    /// (kpt's attribution; off with `KRM_DISABLE_ATTRIBUTION`).
+    pub attribution: bool,
+    /// Whether builtins run on the nodes or through the wire.
+    pub native: crate::runtime::function_filter::NativeMode,
 }
 
 impl Default for RenderOptions {
@@ -92,6 +97,8 @@ impl Default for RenderOptions {
             in_place: true,
             jobs: None,
             cancel: Cancel::new(),
+            attribution: true,
+            native: Default::default(),
         }
     }
 }
@@ -118,6 +125,8 @@ pub struct RenderOutcome {
     pub error: Option<HydrateError>,
     /// `kpt.dev/save-on-render-failure` on the root Kptfile.
     pub save_on_failure: bool,
+    /// [`RenderOptions::attribution`], for the writer.
+    pub attribution: bool,
     /// Files read as inputs (relative to the root), for pruning.
     pub input_files: BTreeSet<String>,
     /// Mutation steps for `status.renderStatus`, in execution order.
@@ -485,6 +494,7 @@ pub fn hydrate_with_memo(
         resources,
         error,
         save_on_failure,
+        attribution: options.attribution,
         input_files: hydrator.input_files,
         mutation_steps: hydrator.mutation_steps,
         validation_steps: hydrator.validation_steps,
@@ -1186,6 +1196,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             step.mutator,
             self.options.timeout,
             known,
+            self.options.native,
         ) {
             Ok(run) => run,
             Err(error) => {

@@ -1263,17 +1263,18 @@ fn allowed_names(allowed: &'static [Lifecycle]) -> &'static [&'static str] {
 /// Renders the package directory `dir` in place with krender's own
 /// renderer (builtin and container functions, no `exec:` steps), as
 /// `propose` requires, through the engine's one-shot entry point (as `fn
-/// render` does); the error is the render's text.
-pub fn render_in_place(dir: &Path) -> Result<(), String> {
+/// render` does), with `options` (the default ones but for what the
+/// caller sets); the error is the render's text.
+pub fn render_in_place(dir: &Path, options: &crate::hydrate::RenderOptions) -> Result<(), String> {
     use crate::engine::db::RenderContext;
-    use crate::hydrate::{self, Output, RenderOptions};
+    use crate::hydrate::{self, Output};
     use crate::pkg::kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION;
     use crate::runtime::chain::{ChainOptions, image_evaluator};
     use crate::runtime::exec::ExecEvaluator;
     let kptfile = hydrate::load_root(dir).map_err(|error| error.to_string())?;
     let context = RenderContext {
         root: dir.to_path_buf(),
-        options: RenderOptions::default(),
+        options: options.clone(),
         save_on_failure: kptfile.annotation_is_true(SAVE_ON_RENDER_FAILURE_ANNOTATION),
         image: std::sync::Arc::from(image_evaluator(&ChainOptions::default())),
         exec: std::sync::Arc::new(ExecEvaluator::default()),

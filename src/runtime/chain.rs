@@ -13,25 +13,37 @@ use super::container::ContainerEvaluator;
 use super::exec::{ExecEvaluator, run_process};
 use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget};
 
-/// Environment variable naming the function table; without it
-/// `render.toml` in the working directory is used when present.
-pub const CONFIG_ENV: &str = "KRENDER_CONFIG";
+/// The function table's file when none is named: `render.toml` in the
+/// working directory, used when present.
+pub const DEFAULT_CONFIG: &str = "render.toml";
 
 /// Options the CLI passes to the chain.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ChainOptions {
     /// `--image-pull-policy` (`Always`, `IfNotPresent`, `Never`), if given.
     pub image_pull_policy: Option<String>,
     /// Trips to kill the running functions (the CLI's Ctrl-C).
     pub cancel: Cancel,
+    /// The function table's file (a missing file means the defaults).
+    pub config: PathBuf,
+}
+
+impl Default for ChainOptions {
+    fn default() -> Self {
+        ChainOptions {
+            image_pull_policy: None,
+            cancel: Cancel::default(),
+            config: PathBuf::from(DEFAULT_CONFIG),
+        }
+    }
 }
 
 /// The evaluator for `image:` steps, configured by the function table
-/// (`$KRENDER_CONFIG`, else `./render.toml`, else the defaults: builtins for
-/// the functions krender implements, a container engine for the rest).
+/// (`options.config`; without that file the defaults: builtins for the
+/// functions krender implements, a container engine for the rest).
 pub fn image_evaluator(options: &ChainOptions) -> Box<dyn Evaluator> {
     Box::new(ImageEvaluator::new(
-        FunctionTable::load(&table_path()),
+        FunctionTable::load(&options.config),
         options,
     ))
 }
@@ -42,14 +54,8 @@ pub fn image_evaluator(options: &ChainOptions) -> Box<dyn Evaluator> {
 pub fn exec_evaluator(options: &ChainOptions) -> ExecEvaluator {
     ExecEvaluator {
         cancel: options.cancel.clone(),
-        table: Arc::new(FunctionTable::load(&table_path()).unwrap_or_default()),
+        table: Arc::new(FunctionTable::load(&options.config).unwrap_or_default()),
     }
-}
-
-fn table_path() -> PathBuf {
-    std::env::var_os(CONFIG_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("render.toml"))
 }
 
 /// Routes each image through the function table.

@@ -374,14 +374,22 @@ pub fn run_evaluator(
     call: FunctionCall<'_>,
     timeout: Duration,
 ) -> Result<EvaluatedStep, EvalError> {
-    run_evaluator_owned(evaluator, target, resources.to_vec(), call, timeout, None)
+    run_evaluator_owned(
+        evaluator,
+        target,
+        resources.to_vec(),
+        call,
+        timeout,
+        None,
+        NativeMode::On,
+    )
 }
 
 /// [`run_evaluator`] on resources the caller gives up (see
 /// [`run_function_owned`]). A builtin that can run on nodes
-/// ([`Evaluator::native`]) skips the wire unless `KRENDER_NATIVE` says
-/// otherwise. `known` is what the previous step knew of `resources` when
-/// they are its whole, unchanged output (see [`SettledList`]).
+/// ([`Evaluator::native`]) skips the wire unless `mode` says otherwise.
+/// `known` is what the previous step knew of `resources` when they are its
+/// whole, unchanged output (see [`SettledList`]).
 pub fn run_evaluator_owned(
     evaluator: &dyn Evaluator,
     target: FunctionTarget<'_>,
@@ -389,8 +397,8 @@ pub fn run_evaluator_owned(
     call: FunctionCall<'_>,
     timeout: Duration,
     known: Option<SettledList>,
+    mode: NativeMode,
 ) -> Result<EvaluatedStep, EvalError> {
-    let mode = NativeMode::from_environment();
     let builtin = match mode {
         NativeMode::Off => None,
         NativeMode::On | NativeMode::Verify => evaluator.native(target),
@@ -535,23 +543,27 @@ impl Shape {
     }
 }
 
-/// Whether builtins run on nodes (`KRENDER_NATIVE`: `off` forces the wire,
-/// `verify` runs both and fails the step on any difference).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum NativeMode {
+/// Whether builtins run on nodes (the cli's `KRENDER_NATIVE`: `off` forces
+/// the wire, `verify` runs both and fails the step on any difference).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NativeMode {
+    /// Builtins run on the nodes when the resources survive the wire.
+    #[default]
     On,
+    /// Every step goes through the wire.
     Off,
+    /// Both, failing the step on any difference.
     Verify,
 }
 
 impl NativeMode {
-    fn from_environment() -> NativeMode {
-        static MODE: std::sync::OnceLock<NativeMode> = std::sync::OnceLock::new();
-        *MODE.get_or_init(|| match std::env::var("KRENDER_NATIVE").as_deref() {
-            Ok("off" | "0" | "false") => NativeMode::Off,
-            Ok("verify") => NativeMode::Verify,
+    /// `KRENDER_NATIVE`'s value: `off`/`0`/`false`, `verify`, else on.
+    pub fn parse(value: &str) -> NativeMode {
+        match value {
+            "off" | "0" | "false" => NativeMode::Off,
+            "verify" => NativeMode::Verify,
             _ => NativeMode::On,
-        })
+        }
     }
 }
 

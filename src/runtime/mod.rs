@@ -8,8 +8,9 @@
 //! The simple catalog builtins can also run on the nodes themselves
 //! ([`Evaluator::native`]): the hydrator then skips the encode → parse →
 //! encode → parse round trip, which is most of a render's cost. Their
-//! output equals the wire's (spec §8.7); `KRENDER_NATIVE=off` forces the
-//! wire and `KRENDER_NATIVE=verify` checks every native step against it.
+//! output equals the wire's (spec §8.7); `NativeMode` (the cli's
+//! `KRENDER_NATIVE=off|verify`) forces the wire or checks every native step
+//! against it.
 
 use std::time::Duration;
 
