@@ -21,7 +21,7 @@ use crate::krm::resource;
 use crate::pkg::kptfile::KPTFILE_NAME;
 use crate::yaml::marshal::format_go_json_float;
 use crate::yaml::node::{Node, NodeKind, tag};
-use crate::yaml::{Encoder, SeqIndent};
+use crate::yaml::{Edit, Encoder, SeqIndent};
 
 /// An error writing a package.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
@@ -126,31 +126,27 @@ pub fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, Writ
         .map(|(path, mut nodes)| {
             // Stable: equal indexes keep their incoming order; index-less first.
             nodes.sort_by_key(|(index, _)| index.map_or((0, 0), |index| (1, index)));
-            let mut cleaned = Vec::with_capacity(nodes.len());
-            for (_, node) in nodes {
-                let mut node = node.clone();
-                let seq_indent =
-                    SeqIndent::from_annotation(resource::annotation(&node, resource::SEQ_INDENT));
+            let content = if path.ends_with(".json") && nodes.len() == 1 {
+                let mut node = nodes[0].1.clone();
                 for key in READER_ANNOTATIONS {
                     resource::remove_annotation(&mut node, key);
                 }
                 resource::clear_empty_annotations(&mut node);
-                cleaned.push((seq_indent, node));
-            }
-            let content = if path.ends_with(".json") && cleaned.len() == 1 {
                 let mut out = String::new();
-                let node = &cleaned[0].1;
                 let mut anchors = HashMap::new();
-                collect_anchors(node, &mut anchors);
+                collect_anchors(&node, &mut anchors);
                 write_json(node.root(), &anchors, 0, &mut out, &path)?;
                 out.push('\n');
                 out
             } else {
                 let mut out = String::new();
                 let mut encoder = Encoder::new(&mut out);
-                for (seq_indent, node) in &cleaned {
-                    encoder.set_seq_indent(*seq_indent);
-                    encoder.encode(node);
+                for (_, node) in nodes {
+                    encoder.set_seq_indent(SeqIndent::from_annotation(resource::annotation(
+                        node,
+                        resource::SEQ_INDENT,
+                    )));
+                    encoder.encode_edited(node, &cleaning_edits(node));
                 }
                 out
             };
@@ -158,6 +154,48 @@ pub fn render_files(resources: &[Node]) -> Result<BTreeMap<String, String>, Writ
         })
         .collect();
     encoded.into_iter().collect()
+}
+
+/// The edits that write `node` as it is after removing the reader
+/// annotations and then `resource::clear_empty_annotations` (an emptied or
+/// null `annotations`, then an emptied `metadata`), without copying it.
+fn cleaning_edits(node: &Node) -> Vec<Edit<'_>> {
+    let mut edits = Vec::new();
+    let root = node.root();
+    let Some(metadata_at) = root.key_index("metadata") else {
+        return edits;
+    };
+    let metadata = &root.content[metadata_at + 1];
+    let mut annotations_gone = false;
+    if let Some(at) = metadata.key_index("annotations") {
+        let annotations = &metadata.content[at + 1];
+        if annotations.is_null() {
+            annotations_gone = true;
+        } else if annotations.is_mapping() {
+            let mut omitted = 0;
+            for key in READER_ANNOTATIONS {
+                if let Some(key_at) = annotations.key_index(key) {
+                    edits.push(Edit::Omit {
+                        key: &annotations.content[key_at],
+                    });
+                    omitted += 1;
+                }
+            }
+            annotations_gone = omitted == annotations.content.len() / 2;
+        }
+        if annotations_gone {
+            edits.push(Edit::Omit {
+                key: &metadata.content[at],
+            });
+        }
+    }
+    let left = metadata.content.len() / 2 - usize::from(annotations_gone);
+    if metadata.is_mapping() && left == 0 {
+        edits.push(Edit::Omit {
+            key: &root.content[metadata_at],
+        });
+    }
+    edits
 }
 
 /// What writing `resources` into the package at `dir` would change: every
@@ -424,7 +462,43 @@ fn write_json_string(value: &str, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use super::{clean_relative_path, parse_go_int, write_json_string};
+    use super::{
+        READER_ANNOTATIONS, clean_relative_path, cleaning_edits, parse_go_int, write_json_string,
+    };
+    use crate::krm::resource;
+    use crate::yaml::{Encoder, parse_document};
+
+    /// Writing a resource with [`cleaning_edits`] gives the bytes of
+    /// writing a copy with the reader annotations removed and emptied maps
+    /// cleared, for every shape the metadata can take.
+    #[test]
+    fn cleaning_edits_write_what_removing_the_annotations_would() {
+        let cases = [
+            "kind: A\nmetadata:\n  name: a\n  annotations:\n    config.kubernetes.io/path: a.yaml\n    config.kubernetes.io/index: '0'\n",
+            "kind: A\nmetadata:\n  annotations:\n    config.kubernetes.io/path: a.yaml # why\n# foot\nspec: {}\n",
+            "kind: A\nmetadata:\n  name: a\n  annotations:\n    keep: x\n    internal.config.kubernetes.io/path: a.yaml\n",
+            "kind: A\nmetadata:\n  name: a\n  annotations:\n",
+            "kind: A\nmetadata:\n  name: a\n  annotations: {}\n",
+            "kind: A\nmetadata: {}\nspec: 1\n",
+            "kind: A\nmetadata:\nspec: 1\n",
+            "kind: A\nmetadata:\n  annotations: {config.kubernetes.io/path: a.yaml, config.kubernetes.io/index: '1'}\n",
+            "kind: A\nmetadata:\n  annotations:\n    config.kubernetes.io/path: a.yaml\n    config.kubernetes.io/path: b.yaml\n",
+            "kind: A\nspec: 1\n",
+            "- not a mapping\n",
+        ];
+        for case in cases {
+            let node = parse_document(case).unwrap().unwrap();
+            let mut copy = node.clone();
+            for key in READER_ANNOTATIONS {
+                resource::remove_annotation(&mut copy, key);
+            }
+            resource::clear_empty_annotations(&mut copy);
+            let (mut expected, mut actual) = (String::new(), String::new());
+            Encoder::new(&mut expected).encode(&copy);
+            Encoder::new(&mut actual).encode_edited(&node, &cleaning_edits(&node));
+            assert_eq!(actual, expected, "for {case:?}");
+        }
+    }
 
     /// A resource given a Kptfile's path (a function's output) would make
     /// the package unreadable: refused before anything is written.

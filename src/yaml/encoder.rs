@@ -88,6 +88,12 @@ impl<'a> Encoder<'a> {
         self.encode_spliced(node, Splice::NONE);
     }
 
+    /// Encodes `node` with `edits` made as it is written: the bytes of
+    /// [`Encoder::encode`] on an edited copy, without making the copy.
+    pub fn encode_edited(&mut self, node: &Node, edits: &[Edit<'_>]) {
+        self.encode_spliced(node, Splice { items: None, edits });
+    }
+
     fn encode_spliced<'n>(&mut self, node: &'n Node, splice: Splice<'n>) {
         let compact = self.seq_indent == SeqIndent::Compact;
         let mut events = DocumentEmitter::new(self.out, &self.stream, compact);
