@@ -447,11 +447,15 @@ fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), CommitEr
     if std::fs::symlink_metadata(path).is_ok_and(|meta| !meta.file_type().is_file()) {
         std::fs::remove_file(path).map_err(io)?;
     }
+    // Not truncated on open: the new bytes overwrite the old blocks and
+    // only a shorter file's tail is cut (`set_len` below). Truncating first
+    // frees every block and allocates them again, which made rewriting
+    // thousands of small files several times slower on ext4.
     let open = |path: &Path| {
         std::fs::OpenOptions::new()
             .write(true)
             .create(true)
-            .truncate(true)
+            .truncate(false)
             .open(path)
     };
     let mut file = match open(path) {
@@ -465,6 +469,7 @@ fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), CommitEr
     };
     fault(path).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
+    file.set_len(bytes.len() as u64).map_err(io)?;
     if let Some(mode) = mode {
         file.set_permissions(mode).map_err(io)?;
     }
