@@ -1045,6 +1045,25 @@ mod tests {
         files
     }
 
+    /// Files are overwritten in place, not truncated first: a shorter new
+    /// content must still end where it ends, and a longer one grow.
+    #[test]
+    fn a_rewritten_file_holds_exactly_its_new_bytes() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path();
+        std::fs::write(root.join("short.yaml"), "a long old content\nline two\n").unwrap();
+        std::fs::write(root.join("long.yaml"), "old\n").unwrap();
+        let mut changes = Changes::default();
+        changes.write("short.yaml", "new\n");
+        changes.write("long.yaml", "a longer new content\n");
+        commit(root, &changes).unwrap();
+        assert_eq!(std::fs::read(root.join("short.yaml")).unwrap(), b"new\n");
+        assert_eq!(
+            std::fs::read(root.join("long.yaml")).unwrap(),
+            b"a longer new content\n"
+        );
+    }
+
     #[test]
     fn commit_writes_deletes_and_leaves_nothing_behind() {
         let temp = tempfile::tempdir().unwrap();
