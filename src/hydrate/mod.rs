@@ -164,19 +164,22 @@ pub struct SharedOutput {
 }
 
 impl Resources {
-    /// The resources as a list of their own (a shared run's are copied, in
-    /// parallel: it is the whole tree).
+    /// The resources as a list of their own: a shared run's are taken when
+    /// nothing else holds the run (a one-shot render), else copied, in
+    /// parallel: it is the whole tree (a watch session keeps its runs).
     pub fn into_owned(self) -> Vec<Node> {
         match self {
             Resources::Owned(resources) => resources,
-            Resources::Shared(shared) => shared
-                .run
-                .output
-                .as_deref()
-                .unwrap_or_default()
-                .par_iter()
-                .cloned()
-                .collect(),
+            Resources::Shared(shared) => match Arc::try_unwrap(shared.run) {
+                Ok(run) => run.output.unwrap_or_default(),
+                Err(run) => run
+                    .output
+                    .as_deref()
+                    .unwrap_or_default()
+                    .par_iter()
+                    .cloned()
+                    .collect(),
+            },
         }
     }
 }
