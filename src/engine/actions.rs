@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cache::{CachePolicy, build_identity};
-use super::packs::{self, Corrupt, PackStore};
+use super::packs::{self, Corrupt, EntryBytes, PackStore};
 use crate::hydrate::results::{FnResult, ResultItems, StepRecord};
 use crate::hydrate::{PackageRun, RenderOptions};
 use crate::pkg::kptfile::{self, Function, Kptfile};
@@ -65,7 +65,7 @@ pub(crate) struct CachedRun {
 pub(crate) struct CachedOutput {
     /// The digest of the encoded output.
     pub(crate) digest: blake3::Hash,
-    entry: Vec<u8>,
+    entry: EntryBytes,
     output_at: usize,
 }
 
@@ -352,7 +352,7 @@ fn encode_head(run: &PackageRun, digest: blake3::Hash) -> Vec<u8> {
     bytes
 }
 
-fn decode_entry(entry: Vec<u8>) -> Option<CachedRun> {
+fn decode_entry(entry: EntryBytes) -> Option<CachedRun> {
     let rest = entry.strip_prefix(VALUE_MAGIC.as_slice())?;
     let (digest, rest) = rest.split_first_chunk::<32>()?;
     let (log_len, rest) = rest.split_first_chunk::<8>()?;
@@ -520,7 +520,7 @@ mod tests {
         let (bytes, digest) = encode_output(output);
         let mut entry = encode_head(&run, digest);
         entry.extend_from_slice(&bytes);
-        let cached = decode_entry(entry).unwrap();
+        let cached = decode_entry(entry.into()).unwrap();
         assert_eq!(cached.output.digest, digest);
         assert_eq!(&cached.output.decode().unwrap(), output);
         assert_eq!(cached.run.log, run.log);
@@ -541,8 +541,8 @@ mod tests {
         let mut entry = encode_head(&run, digest);
         entry.extend_from_slice(&bytes);
         for len in 0..entry.len() {
-            let served =
-                decode_entry(entry[..len].to_vec()).and_then(|cached| cached.output.decode());
+            let served = decode_entry(entry[..len].to_vec().into())
+                .and_then(|cached| cached.output.decode());
             assert!(served.is_none(), "truncated to {len}");
         }
     }

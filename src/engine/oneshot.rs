@@ -391,17 +391,27 @@ fn run_one(
     };
     let local = local.resources;
     let input_files = hydrate::input_file_names(&context.root, &pkg.path, &local);
+    // The subpackages' outputs, decoded in parallel: a parent whose
+    // subpackages were answered from the cache decodes their whole trees,
+    // and at the root that is the critical path of an incremental render.
+    let outputs: Vec<Result<Vec<Node>, Slot>> = children
+        .par_iter()
+        .map(|&child| {
+            let Some(Ok(mut slot)) = slots.get(child).map(Mutex::lock) else {
+                return Err(Slot::Skipped);
+            };
+            let Slot::Done(done) = &mut *slot else {
+                return Err(Slot::Skipped);
+            };
+            done.take_output()
+                .ok_or_else(|| Slot::Corrupt(done.key.clone().unwrap_or_default()))
+        })
+        .collect();
     let mut input = local;
-    for &child in children {
-        let Some(Ok(mut slot)) = slots.get(child).map(Mutex::lock) else {
-            return Slot::Skipped;
-        };
-        let Slot::Done(done) = &mut *slot else {
-            return Slot::Skipped;
-        };
-        match done.take_output() {
-            Some(mut output) => input.append(&mut output),
-            None => return Slot::Corrupt(done.key.clone().unwrap_or_default()),
+    for output in outputs {
+        match output {
+            Ok(mut output) => input.append(&mut output),
+            Err(slot) => return slot,
         }
     }
     let runtimes = Runtimes {

@@ -16,6 +16,11 @@
 //! blake3 when they read it: a damaged entry is reported as corrupt and
 //! never served, and the next store of its key supersedes it. When more
 //! than [`MERGE_AT`] index files accumulate, a reader merges them into one.
+//!
+//! Packs are read through memory maps: a warm render reads every entry of
+//! its tree (megabytes), and copying each into a fresh zeroed buffer cost
+//! more than decoding it. Packs are only ever appended to, and removed
+//! whole, never rewritten or truncated, so a mapped range stays valid.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
@@ -39,6 +44,36 @@ struct Location {
 #[derive(Debug)]
 pub(crate) struct Corrupt;
 
+/// An entry's bytes: in its mapped pack, or (built in code) owned.
+pub(crate) enum EntryBytes {
+    /// A range of a mapped pack.
+    Mapped {
+        map: Arc<memmap2::Mmap>,
+        start: usize,
+        end: usize,
+    },
+    /// Bytes of its own.
+    Owned(Vec<u8>),
+}
+
+impl From<Vec<u8>> for EntryBytes {
+    fn from(bytes: Vec<u8>) -> EntryBytes {
+        EntryBytes::Owned(bytes)
+    }
+}
+
+impl std::ops::Deref for EntryBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            // In range: checked when the entry was read.
+            EntryBytes::Mapped { map, start, end } => &map[*start..*end],
+            EntryBytes::Owned(bytes) => bytes,
+        }
+    }
+}
+
 /// The pack a process is appending to.
 struct Writer {
     id: String,
@@ -53,7 +88,7 @@ pub(crate) struct PackStore {
     /// Every published entry (loaded on the first read) and this process's
     /// own.
     index: Mutex<Option<HashMap<String, Location>>>,
-    packs: Mutex<HashMap<String, Arc<File>>>,
+    packs: Mutex<HashMap<String, Arc<memmap2::Mmap>>>,
     writer: Mutex<Option<Writer>>,
 }
 
@@ -70,7 +105,7 @@ impl PackStore {
 
     /// The bytes stored under `key`: `Ok(None)` when there are none (or
     /// their pack is gone), `Err` when they do not match their digest.
-    pub(crate) fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Corrupt> {
+    pub(crate) fn get(&self, key: &str) -> Result<Option<EntryBytes>, Corrupt> {
         let location = {
             let Ok(mut index) = self.index.lock() else {
                 return Ok(None);
@@ -81,28 +116,37 @@ impl PackStore {
                 None => return Ok(None),
             }
         };
-        let Some(file) = self.pack(&location.pack) else {
+        let start = usize::try_from(location.offset).map_err(|_| Corrupt)?;
+        let end = usize::try_from(location.len)
+            .ok()
+            .and_then(|len| start.checked_add(len))
+            .ok_or(Corrupt)?;
+        let Some(map) = self.pack(&location.pack, end) else {
             return Ok(None);
         };
-        let len = usize::try_from(location.len).map_err(|_| Corrupt)?;
-        let mut bytes = vec![0; len];
-        use std::os::unix::fs::FileExt;
-        file.read_exact_at(&mut bytes, location.offset)
-            .map_err(|_| Corrupt)?;
-        if blake3::hash(&bytes) != location.hash {
+        // A pack shorter than its index says (damaged) is corrupt, not a panic.
+        let bytes = map.get(start..end).ok_or(Corrupt)?;
+        if blake3::hash(bytes) != location.hash {
             return Err(Corrupt);
         }
-        Ok(Some(bytes))
+        Ok(Some(EntryBytes::Mapped { map, start, end }))
     }
 
-    fn pack(&self, id: &str) -> Option<Arc<File>> {
+    /// The map of pack `id`, covering at least `len` bytes when the file
+    /// has them (this process's own pack grows: it is mapped again).
+    fn pack(&self, id: &str, len: usize) -> Option<Arc<memmap2::Mmap>> {
         let mut packs = self.packs.lock().ok()?;
-        if let Some(file) = packs.get(id) {
-            return Some(file.clone());
+        if let Some(map) = packs.get(id)
+            && map.len() >= len
+        {
+            return Some(map.clone());
         }
-        let file = Arc::new(File::open(self.dir.join("packs").join(format!("{id}.pack"))).ok()?);
-        packs.insert(id.to_owned(), file.clone());
-        Some(file)
+        let file = File::open(self.dir.join("packs").join(format!("{id}.pack"))).ok()?;
+        // SAFETY: packs are append-only and removed whole (see the module
+        // doc): the mapped bytes never change while mapped.
+        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.ok()?);
+        packs.insert(id.to_owned(), map.clone());
+        Some(map)
     }
 
     /// Appends an entry (the concatenation of `parts`) under `key`; it is
@@ -359,8 +403,8 @@ mod tests {
         );
         store.finish().unwrap();
         let reader = PackStore::open(dir.path().to_path_buf());
-        assert_eq!(reader.get("a").unwrap().unwrap(), b"hello world");
-        assert_eq!(reader.get("b").unwrap().unwrap(), b"second");
+        assert_eq!(&*reader.get("a").unwrap().unwrap(), b"hello world");
+        assert_eq!(&*reader.get("b").unwrap().unwrap(), b"second");
         assert!(reader.get("c").unwrap().is_none());
         assert_eq!(summarize(dir.path()).unwrap(), (2, 17));
         // Flip a byte of the pack: the entry is corrupt, the other fine.
@@ -375,12 +419,12 @@ mod tests {
         std::fs::write(&pack, bytes).unwrap();
         let reader = PackStore::open(dir.path().to_path_buf());
         assert!(reader.get("a").is_err());
-        assert_eq!(reader.get("b").unwrap().unwrap(), b"second");
+        assert_eq!(&*reader.get("b").unwrap().unwrap(), b"second");
         // A later store of the key supersedes it.
         reader.put("a", &[b"fresh"]).unwrap();
         reader.finish().unwrap();
         let again = PackStore::open(dir.path().to_path_buf());
-        assert_eq!(again.get("a").unwrap().unwrap(), b"fresh");
+        assert_eq!(&*again.get("a").unwrap().unwrap(), b"fresh");
     }
 
     /// A process finds what it stored before publishing it (a watch
@@ -391,7 +435,7 @@ mod tests {
         let store = PackStore::open(dir.path().to_path_buf());
         assert!(store.get("a").unwrap().is_none());
         store.put("a", &[b"own"]).unwrap();
-        assert_eq!(store.get("a").unwrap().unwrap(), b"own");
+        assert_eq!(&*store.get("a").unwrap().unwrap(), b"own");
         let other = PackStore::open(dir.path().to_path_buf());
         assert!(other.get("a").unwrap().is_none());
     }
@@ -406,10 +450,10 @@ mod tests {
                 .unwrap();
         }
         let reader = PackStore::open(dir.path().to_path_buf());
-        assert_eq!(reader.get("k0").unwrap().unwrap(), b"v0");
+        assert_eq!(&*reader.get("k0").unwrap().unwrap(), b"v0");
         assert_eq!(index_files(dir.path()).len(), 1);
         assert_eq!(
-            PackStore::open(dir.path().to_path_buf())
+            &*PackStore::open(dir.path().to_path_buf())
                 .get("k34")
                 .unwrap()
                 .unwrap(),
