@@ -13,11 +13,16 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
     let image = match Image::from_function_config(config) {
         Ok(image) => image,
         Err(message) => {
+            // The SDK's `ResultErrAndDie`: the error, then the termination
+            // as a second result and as the process's error text.
+            let terminated = format!("function is terminated: {message}");
             let results = vec![
-                FnResult::error(message.clone()),
-                FnResult::error(format!("function is terminated: {message}")),
+                FnResult::error(message),
+                FnResult::error(terminated.clone()),
             ];
-            return Outcome::sdk_failure(input, results);
+            let mut outcome = Outcome::sdk_failure(input, results);
+            outcome.stderr = format!("failed to evaluate function: {terminated}");
+            return outcome;
         }
     };
     let mut input = input;

@@ -36,6 +36,16 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
                     Some(string_map(data))
                 }
             } else if group == "fn.kpt.dev" && kind == "SetLabels" {
+                // The SDK decodes the config with Go's encoding/json: a
+                // `labels` that is not a map fails the function.
+                if let Some(found) = config.get("labels").and_then(json_kind_other_than_map) {
+                    results.push(FnResult::error(format!(
+                        "unable to convert object to *setlabels.SetLabels with error: json: \
+                         cannot unmarshal {found} into Go struct field SetLabels.labels of type \
+                         map[string]string"
+                    )));
+                    return Outcome::sdk_failure(input, results);
+                }
                 Some(string_map(config.get("labels")))
             } else {
                 let suffix = if group.is_empty() {
@@ -79,6 +89,23 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
 }
 
 /// The scalar entries of a map node, keys sorted.
+/// What Go's encoding/json calls `node`'s value when it is neither a map
+/// nor null (`array`, `string`, `number`, `bool`): what it fails to
+/// unmarshal into a map.
+fn json_kind_other_than_map(node: &Node) -> Option<&'static str> {
+    use crate::yaml::node::{NodeKind, tag};
+    match node.kind {
+        NodeKind::Sequence => Some("array"),
+        NodeKind::Scalar => match node.tag.as_ref() {
+            tag::NULL => None,
+            tag::BOOL => Some("bool"),
+            tag::INT | tag::FLOAT => Some("number"),
+            _ => Some("string"),
+        },
+        _ => None,
+    }
+}
+
 fn string_map(node: Option<&Node>) -> BTreeMap<String, String> {
     node.map(|node| {
         node.pairs()

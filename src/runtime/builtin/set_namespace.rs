@@ -22,13 +22,23 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
         Ok(config) => config,
         Err(message) => {
             let mut result = FnResult::error(message);
-            if let Some(config) = &input.function_config {
-                result.resource_ref = Some(ResourceRef::of(config));
+            let Some(config) = &input.function_config else {
+                // No function config at all: the function reports it as an
+                // error result about the empty config object and succeeds,
+                // leaving the items as they are (the catalog's own
+                // `no-fnconfig-resource` test renders successfully).
+                result.resource_ref = Some(ResourceRef::default());
                 result.file = Some(FileRef {
-                    path: sdk::file_path(config).unwrap_or_default().to_owned(),
-                    index: sdk::file_index(config).unwrap_or(-1),
+                    path: String::new(),
+                    index: -1,
                 });
-            }
+                return Outcome::sdk(input, vec![result]);
+            };
+            result.resource_ref = Some(ResourceRef::of(config));
+            result.file = Some(FileRef {
+                path: sdk::file_path(config).unwrap_or_default().to_owned(),
+                index: sdk::file_index(config).unwrap_or(-1),
+            });
             return Outcome::sdk_failure(input, vec![result]);
         }
     };
