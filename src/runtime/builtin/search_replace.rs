@@ -7,7 +7,7 @@ use regex::Regex;
 use std::borrow::Cow;
 
 use super::sdk::{self, FieldRef, FileRef, FnResult, Outcome, ResourceList, go_quote};
-use crate::yaml::node::{Node, NodeKind};
+use crate::yaml::node::{Node, NodeKind, Style};
 use crate::yaml::{SeqIndent, to_string};
 
 const MATCHERS: [&str; 6] = [
@@ -47,7 +47,9 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
             continue;
         }
         let mut matches = Vec::new();
-        walk(item, &config, &mut String::new(), &mut matches);
+        if let Err(error) = walk(item, &config, &mut String::new(), &mut matches) {
+            return legacy_failure(input, &error);
+        }
         if let Some(path) = file {
             for (field_path, value) in matches {
                 let message = if config.put_value.is_some() || config.put_comment.is_some() {
@@ -137,7 +139,8 @@ impl Config {
             );
         }
         let by_value_regex = match get("by-value-regex") {
-            Some(pattern) => Some(Regex::new(&format!("^(?:{pattern})$")).map_err(|err| {
+            // Unanchored, as Go's `regexp.Match`: a match anywhere counts.
+            Some(pattern) => Some(Regex::new(&pattern).map_err(|err| {
                 format!(
                     "failed to compile input pattern {}: {err}",
                     go_quote(&pattern)
@@ -229,10 +232,19 @@ fn split_index(element: &str) -> Option<(&str, &str)> {
 }
 
 /// Depth-first walk; matched scalars are mutated and reported as
-/// (field path, new rendering).
-fn walk(node: &mut Node, config: &Config, path: &mut String, matches: &mut Vec<(String, String)>) {
+/// (field path, new rendering). Fails on a `put-value`/`put-comment`
+/// pattern whose capture groups the match does not fill.
+fn walk(
+    node: &mut Node,
+    config: &Config,
+    path: &mut String,
+    matches: &mut Vec<(String, String)>,
+) -> Result<(), String> {
     match node.kind {
         NodeKind::Mapping => {
+            if let Some(comment) = &config.put_comment {
+                comment_sequences(node, config, comment, path, matches);
+            }
             for pair in node.content.chunks_exact_mut(2) {
                 let [key, value] = pair else { continue };
                 let saved = path.len();
@@ -240,7 +252,7 @@ fn walk(node: &mut Node, config: &Config, path: &mut String, matches: &mut Vec<(
                     path.push('.');
                 }
                 path.push_str(&key.value);
-                walk(value, config, path, matches);
+                walk(value, config, path, matches)?;
                 path.truncate(saved);
             }
         }
@@ -248,7 +260,7 @@ fn walk(node: &mut Node, config: &Config, path: &mut String, matches: &mut Vec<(
             for (i, element) in node.content.iter_mut().enumerate() {
                 let saved = path.len();
                 path.push_str(&format!("[{i}]"));
-                walk(element, config, path, matches);
+                walk(element, config, path, matches)?;
                 path.truncate(saved);
             }
         }
@@ -259,16 +271,15 @@ fn walk(node: &mut Node, config: &Config, path: &mut String, matches: &mut Vec<(
             let matched = (value_matches && (path_matches || config.by_path.is_empty()))
                 || (path_matches && no_value_matcher);
             if !matched {
-                return;
+                return Ok(());
             }
             if let Some(comment) = &config.put_comment {
-                node.line_comment = comment_text(comment).into();
+                let comment =
+                    resolve_pattern(config.by_value_regex.as_ref(), &node.value, comment)?;
+                node.line_comment = comment_text(&comment).into();
             }
             if let Some(put) = &config.put_value {
-                let new_value = match &config.by_value_regex {
-                    Some(regex) => expand_captures(regex, &node.value, put),
-                    None => put.clone(),
-                };
+                let new_value = resolve_pattern(config.by_value_regex.as_ref(), &node.value, put)?;
                 node.value = new_value.into();
                 node.tag = Cow::Borrowed("");
             }
@@ -277,9 +288,44 @@ fn walk(node: &mut Node, config: &Config, path: &mut String, matches: &mut Vec<(
         }
         NodeKind::Document | NodeKind::Alias => {
             for child in &mut node.content {
-                walk(child, config, path, matches);
+                walk(child, config, path, matches)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// `put-comment` on sequences (the function's `visitMapping`): each field
+/// of `mapping` holding a non-empty sequence whose path matches `by-path`
+/// gets the comment on its key and its sequence written in block style;
+/// the match is reported as `<by-path> # <comment>` with the sequence's
+/// flow rendering.
+fn comment_sequences(
+    mapping: &mut Node,
+    config: &Config,
+    comment: &str,
+    path: &str,
+    matches: &mut Vec<(String, String)>,
+) {
+    for pair in mapping.content.chunks_exact_mut(2) {
+        let [key, value] = pair else { continue };
+        if value.kind != NodeKind::Sequence || value.content.is_empty() {
+            continue;
+        }
+        let to_key = if path.is_empty() {
+            key.value.trim().to_owned()
+        } else {
+            format!("{path}.{}", key.value.trim())
+        };
+        if !config.path_matches(&to_key) {
+            continue;
+        }
+        key.line_comment = comment_text(comment).into();
+        let mut flow = value.clone();
+        flow.style.insert(Style::FLOW);
+        let rendered = to_string(&flow, SeqIndent::Compact).trim().to_owned();
+        value.style.remove(Style::FLOW);
+        matches.push((format!("{} # {comment}", config.by_path), rendered));
     }
 }
 
@@ -291,17 +337,33 @@ fn comment_text(comment: &str) -> String {
     }
 }
 
-/// Replaces `${N}` in `template` with capture group N of `regex` on `value`.
-fn expand_captures(regex: &Regex, value: &str, template: &str) -> String {
-    let Some(captures) = regex.captures(value) else {
-        return template.to_owned();
+/// The function's `resolvePattern`: with a `by-value-regex`, `${N}` in
+/// `pattern` becomes capture group N (N ≥ 1, in order) of the regex's
+/// first match in `value`; a `${N}` left over is an error.
+fn resolve_pattern(regex: Option<&Regex>, value: &str, pattern: &str) -> Result<String, String> {
+    let Some(regex) = regex else {
+        return Ok(pattern.to_owned());
     };
-    let mut out = template.to_owned();
-    for i in (0..captures.len()).rev() {
-        let text = captures.get(i).map_or("", |m| m.as_str());
-        out = out.replace(&format!("${{{i}}}"), text);
+    let mut out = pattern.to_owned();
+    if let Some(captures) = regex.captures(value) {
+        for i in 1..captures.len() {
+            let text = captures.get(i).map_or("", |m| m.as_str());
+            out = out.replace(&format!("${{{i}}}"), text);
+        }
     }
-    out
+    if unresolved_group(&out) {
+        return Err("unable to resolve capture groups".to_owned());
+    }
+    Ok(out)
+}
+
+/// Whether `text` still holds a `${<digits>}`.
+fn unresolved_group(text: &str) -> bool {
+    text.match_indices("${").any(|(at, _)| {
+        let rest = &text[at + 2..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest.as_bytes().get(digits) == Some(&b'}')
+    })
 }
 
 /// Creates the maps along `segments` and sets the last one to an untagged
