@@ -21,7 +21,7 @@
 //! severity, then text). Any error-severity result fails the function
 //! (exit 1); so does an invalid template or constraint, reported as a
 //! single error result. On failure the framework prints every result as a
-//! kyaml v0.10 CLI line on stderr.
+//! kyaml CLI line on stderr (`cli_line`).
 //!
 //! Not covered: CEL (`K8sNativeValidation`) templates, validation of
 //! `spec.parameters` against the template's schema, gator's expansion
@@ -68,20 +68,32 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
     outcome
 }
 
-/// kyaml v0.10 `ResultItem.String()`: the identifier always has its four
-/// parts and the (always empty) field path its slot.
+/// kyaml's `Result.String()` (the catalog's gatekeeper builds on kyaml
+/// v0.21): the identifier's non-empty parts joined by `/` (left out when
+/// all are empty: an invalid template's result has no reference), then
+/// the message; no field path (gatekeeper's results have none).
 fn cli_line(result: &FnResult) -> String {
     let severity = match result.severity {
         Some(Severity::Error) => "error",
         Some(Severity::Warning) => "warning",
-        Some(Severity::Info) => "info",
-        None => "",
+        Some(Severity::Info) | None => "info",
     };
     let reference = result.resource_ref.clone().unwrap_or_default();
-    format!(
-        "[{severity}] {}/{}/{}/{} : {}",
-        reference.api_version, reference.kind, reference.namespace, reference.name, result.message
-    )
+    let parts: Vec<&str> = [
+        &reference.api_version,
+        &reference.kind,
+        &reference.namespace,
+        &reference.name,
+    ]
+    .into_iter()
+    .map(String::as_str)
+    .filter(|part| !part.is_empty())
+    .collect();
+    if parts.is_empty() {
+        format!("[{severity}]: {}", result.message)
+    } else {
+        format!("[{severity}] {}: {}", parts.join("/"), result.message)
+    }
 }
 
 /// One item as gator sees it (its JSON form and the parts matching uses).
