@@ -986,22 +986,25 @@ mod tests {
         );
     }
 
+    /// The catalog's own v1beta1-template test expects
+    /// `[error] apps/v1/Deployment/nginx-deploy: ...`: empty parts are left
+    /// out, and a result without a reference has no identifier at all.
     #[test]
-    fn cli_lines_follow_kyaml_v0_10() {
+    fn cli_lines_follow_kyaml_v0_21() {
         let result = FnResult {
             resource_ref: Some(ResourceRef {
-                api_version: "v1".to_owned(),
-                kind: "ConfigMap".to_owned(),
-                name: "cm".to_owned(),
+                api_version: "apps/v1".to_owned(),
+                kind: "Deployment".to_owned(),
+                name: "nginx-deploy".to_owned(),
                 namespace: String::new(),
             }),
             ..FnResult::error("bad\nviolatedConstraint: c")
         };
         assert_eq!(
             cli_line(&result),
-            "[error] v1/ConfigMap//cm : bad\nviolatedConstraint: c"
+            "[error] apps/v1/Deployment/nginx-deploy: bad\nviolatedConstraint: c"
         );
-        assert_eq!(cli_line(&FnResult::error("oops")), "[error] /// : oops");
+        assert_eq!(cli_line(&FnResult::error("oops")), "[error]: oops");
     }
 }
 
