@@ -1,9 +1,11 @@
 //! `starlark` (kpt Go SDK, family K): runs a `StarlarkRun` (or ConfigMap)
 //! program on the `starlark` crate with the catalog function's API
 //! (`ctx.resource_list`, `ctx.environment`, `print` to stderr, `fail`), in a
-//! sandbox: no `load()`, no file system or network builtins, and a step
-//! budget plus a deadline so a runaway loop fails instead of hanging
-//! (spec catalog-functions §4).
+//! sandbox: `load()` reaches only the libraries the function bundles that
+//! krender provides (`krmfn.star`, `encoding/json.star`; see [`Libraries`]),
+//! there are no file system or network builtins, and a step budget plus a
+//! deadline make a runaway loop fail instead of hanging (spec
+//! catalog-functions §4).
 //!
 //! Values cross the boundary as plain data: YAML nodes become dicts (in
 //! document order), lists, strings, ints, floats, bools and None; the result
@@ -15,8 +17,8 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::time::Instant;
 
-use starlark::environment::{GlobalsBuilder, LibraryExtension, Module};
-use starlark::eval::Evaluator;
+use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
+use starlark::eval::{Evaluator, FileLoader};
 use starlark::syntax::{AstModule, Dialect};
 use starlark::values::dict::{AllocDict, DictRef};
 use starlark::values::float::StarlarkFloat;
@@ -172,7 +174,7 @@ fn dialect() -> Dialect {
     Dialect {
         enable_top_level_stmt: true,
         enable_keyword_only_arguments: true,
-        enable_load: false,
+        enable_load: true,
         ..Dialect::Extended
     }
 }
@@ -241,7 +243,9 @@ fn execute(
         module.set(RESOURCE_LIST_SLOT, resource_list);
 
         let printer = Printer(printed);
+        let libraries = Libraries { globals: &globals };
         let mut eval = Evaluator::new(&module);
+        eval.set_loader(&libraries);
         eval.set_print_handler(&printer);
         eval.set_max_tick_count(limits.max_ticks.max(1))
             .map_err(|err| err.to_string())?;
@@ -277,6 +281,106 @@ fn execute(
             .map(|item| value_to_node(item, 0))
             .collect()
     })
+}
+
+/// The catalog's `krmfn.star`: the function's own helpers, which take a
+/// resource and compare its kind, name or namespace as the kpt SDK's
+/// `KubeObject` does (`IsGVK`: an empty group, version or kind asked for
+/// matches any; `v1` asks for the core group or any other).
+const KRMFN_SOURCE: &str = r#"
+def _group_version(api_version):
+    if api_version == "" or api_version == "/":
+        return ("", "")
+    parts = api_version.split("/")
+    if len(parts) == 1:
+        return ("", api_version)
+    if len(parts) == 2:
+        return (parts[0], parts[1])
+    fail("unexpected GroupVersion string: " + api_version)
+
+def _text(resource, *path):
+    value = resource
+    for key in path:
+        if type(value) != "dict":
+            return ""
+        value = value.get(key)
+    if type(value) != "string":
+        return ""
+    return value
+
+def _match_gvk(resource, api_version, kind):
+    group, version = _group_version(api_version)
+    own = _text(resource, "apiVersion")
+    own_group, own_version = ("", own)
+    if "/" in own:
+        own_group, own_version = own.split("/", 1)
+    if kind != "" and _text(resource, "kind") != kind:
+        return False
+    if group != "" and own_group != group:
+        return False
+    if version != "" and own_version != version:
+        return False
+    return True
+
+def _match_name(resource, name):
+    return _text(resource, "metadata", "name") == name
+
+def _match_namespace(resource, namespace):
+    return _text(resource, "metadata", "namespace") == namespace
+
+krmfn = struct(
+    match_gvk = _match_gvk,
+    match_name = _match_name,
+    match_namespace = _match_namespace,
+)
+"#;
+
+/// What a program may `load()`: the libraries the catalog's starlark
+/// function bundles that krender provides. Any other module (the function
+/// also bundles qri-io's starlib: `math.star`, `time.star`, `re.star`, …)
+/// fails the load with an error naming it, so the user knows to run the
+/// real function.
+struct Libraries<'a> {
+    globals: &'a Globals,
+}
+
+impl FileLoader for Libraries<'_> {
+    fn load(&self, path: &str) -> starlark::Result<FrozenModule> {
+        Module::with_temp_heap(|module| self.build(path, module))
+    }
+}
+
+impl Libraries<'_> {
+    fn build(&self, path: &str, module: Module<'_>) -> starlark::Result<FrozenModule> {
+        let error = |message: String| starlark::Error::new_other(std::io::Error::other(message));
+        match path {
+            "krmfn.star" => {
+                let ast = AstModule::parse(path, KRMFN_SOURCE.to_owned(), &dialect())?;
+                let mut eval = Evaluator::new(&module);
+                eval.eval_module(ast, self.globals)?;
+            }
+            // go.starlark.net's json module, which the function exposes
+            // under this name: the same `json` the programs see as a global.
+            "encoding/json.star" => {
+                let json = self
+                    .globals
+                    .iter()
+                    .find(|(name, _)| *name == "json")
+                    .map(|(_, value)| value);
+                if let Some(json) = json {
+                    module.frozen_heap().add_reference(self.globals.heap());
+                    module.set("json", json.to_value());
+                }
+            }
+            other => {
+                return Err(error(format!(
+                    "cannot load {other}: krender's builtin starlark provides krmfn.star and \
+                     encoding/json.star; run the catalog's starlark image for other modules"
+                )));
+            }
+        }
+        module.freeze().map_err(|frozen| error(frozen.err_msg))
+    }
 }
 
 /// go.starlark.net's wording for an error, with `name:L:C:` positions for
@@ -832,9 +936,41 @@ mod engine_tests {
         assert_eq!(error_of("1 + 'a'\n"), "unknown binary op: int + string");
     }
 
+    /// `krmfn.star` compares as the SDK's `KubeObject` does, and
+    /// `encoding/json.star` is go.starlark.net's json module.
     #[test]
-    fn sandbox_has_no_load_and_no_file_system() {
-        assert!(error_of("load('krmfn.star', 'x')\n").starts_with("httpbin-gen:1:1:"));
+    fn programs_load_krmfn_and_json_as_the_catalog_function_bundles_them() {
+        let source = r#"
+load("krmfn.star", "krmfn")
+load("encoding/json.star", "json")
+cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}}
+dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
+checks = [
+    krmfn.match_gvk(cm, "v1", "ConfigMap"),
+    krmfn.match_gvk(dep, "v1", "Deployment"),
+    not krmfn.match_gvk(dep, "apps/v2", "Deployment"),
+    not krmfn.match_gvk(cm, "v1", "Secret"),
+    krmfn.match_gvk(dep, "", ""),
+    krmfn.match_name(cm, "a"),
+    not krmfn.match_name(dep, "a"),
+    krmfn.match_namespace(cm, "ns"),
+    krmfn.match_namespace(dep, ""),
+    json.decode(json.encode({"k": [1, 2]})) == {"k": [1, 2]},
+]
+if not all(checks):
+    fail("checks: %s" % checks)
+"#;
+        assert_eq!(error_of(source), "succeeded");
+        assert!(
+            error_of("load('krmfn.star', 'krmfn')\nkrmfn.match_gvk({}, 'a/b/c', 'K')\n")
+                .contains("unexpected GroupVersion string: a/b/c")
+        );
+    }
+
+    #[test]
+    fn sandbox_loads_only_the_bundled_libraries_and_has_no_file_system() {
+        assert!(error_of("load('os.star', 'os')\n").contains("cannot load os.star"));
+        assert!(error_of("load('krmfn.star', 'x')\n").contains("x"));
         assert_eq!(
             error_of("open('/etc/passwd')\n"),
             "httpbin-gen:1:1: undefined: open"
