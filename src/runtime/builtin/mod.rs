@@ -19,6 +19,7 @@ pub(crate) mod apply_setters;
 pub(crate) mod gatekeeper;
 pub(crate) mod jsonschema;
 pub(crate) mod kubeconform;
+pub(crate) mod remove_local_config_resources;
 pub(crate) mod sdk;
 pub(crate) mod search_replace;
 pub(crate) mod set_annotations;
@@ -63,11 +64,13 @@ pub enum Builtin {
     Kubeconform,
     /// `gatekeeper`
     Gatekeeper,
+    /// `remove-local-config-resources`
+    RemoveLocalConfigResources,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 12] = [
+    pub const ALL: [Builtin; 13] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -80,6 +83,7 @@ impl Builtin {
         Builtin::SetImage,
         Builtin::Kubeconform,
         Builtin::Gatekeeper,
+        Builtin::RemoveLocalConfigResources,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -97,6 +101,7 @@ impl Builtin {
             Builtin::SetImage => "set-image",
             Builtin::Kubeconform => "kubeconform",
             Builtin::Gatekeeper => "gatekeeper",
+            Builtin::RemoveLocalConfigResources => "remove-local-config-resources",
         }
     }
 
@@ -144,6 +149,7 @@ impl Builtin {
             Builtin::SetImage => set_image::run(input),
             Builtin::Kubeconform => kubeconform::run(input),
             Builtin::Gatekeeper => gatekeeper::run(input),
+            Builtin::RemoveLocalConfigResources => remove_local_config_resources::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
