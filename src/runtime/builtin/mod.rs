@@ -23,6 +23,7 @@ pub(crate) mod remove_local_config_resources;
 pub(crate) mod sdk;
 pub(crate) mod search_replace;
 pub(crate) mod set_annotations;
+pub(crate) mod set_enforcement_action;
 pub(crate) mod set_image;
 pub(crate) mod set_labels;
 pub(crate) mod set_namespace;
@@ -66,11 +67,13 @@ pub enum Builtin {
     Gatekeeper,
     /// `remove-local-config-resources`
     RemoveLocalConfigResources,
+    /// `set-enforcement-action`
+    SetEnforcementAction,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 13] = [
+    pub const ALL: [Builtin; 14] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -84,6 +87,7 @@ impl Builtin {
         Builtin::Kubeconform,
         Builtin::Gatekeeper,
         Builtin::RemoveLocalConfigResources,
+        Builtin::SetEnforcementAction,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -102,6 +106,7 @@ impl Builtin {
             Builtin::Kubeconform => "kubeconform",
             Builtin::Gatekeeper => "gatekeeper",
             Builtin::RemoveLocalConfigResources => "remove-local-config-resources",
+            Builtin::SetEnforcementAction => "set-enforcement-action",
         }
     }
 
@@ -150,6 +155,7 @@ impl Builtin {
             Builtin::Kubeconform => kubeconform::run(input),
             Builtin::Gatekeeper => gatekeeper::run(input),
             Builtin::RemoveLocalConfigResources => remove_local_config_resources::run(input),
+            Builtin::SetEnforcementAction => set_enforcement_action::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).

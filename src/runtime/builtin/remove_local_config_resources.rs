@@ -98,7 +98,11 @@ mod tests {
             )
         };
         assert_eq!(
-            messages(vec![applied.clone(), local("h-01", "true"), local("h-02", "TRUE")]),
+            messages(vec![
+                applied.clone(),
+                local("h-01", "true"),
+                local("h-02", "TRUE")
+            ]),
             (
                 1,
                 vec![
