@@ -2,7 +2,8 @@
 //! runs only the packages an edit reaches, and every such incremental
 //! render is byte-identical to a `--no-cache` render of the same edited
 //! tree (files, stdout, stderr, exit code), on generated trees (DFS and
-//! BFS) and on every shared kpt case. A corrupt entry is never served.
+//! BFS, both through the action cache) and on every shared kpt case. A
+//! corrupt entry is never served.
 
 use crate::support::{
     copy_dir, kpt_case_flags, kpt_cases, normalize_durations, shared_cases, shared_dir, snapshot,
@@ -193,18 +194,19 @@ fn incremental_renders_match_no_cache_renders_and_run_only_what_an_edit_reaches(
             &["-o", "stdout"],
             &format!("{mode} -o stdout"),
         );
-        if bfs {
-            // Breadth-first renders do not use the action cache (yet).
-            assert_eq!(leaf["action_cache_hits"], 0);
-        } else {
-            // The leaf, its parent and the root.
-            assert_eq!(leaf["pipelines_run"], 3, "{leaf}");
-            assert_eq!(leaf["action_cache_hits"], packages - 3, "{leaf}");
-            assert_eq!(root["pipelines_run"], 1, "{root}");
-            assert_eq!(middle["pipelines_run"], 2, "{middle}");
-            // `-o stdout` shares the in-place renders' entries.
-            assert_eq!(stdout["pipelines_run"], 3, "{stdout}");
-        }
+        // The leaf, its parent and the root (BFS: the root, then each
+        // package whose scope the edit reached, down to the leaf).
+        assert_eq!(leaf["pipelines_run"], 3, "{mode} {leaf}");
+        assert_eq!(leaf["action_cache_hits"], packages - 3, "{mode} {leaf}");
+        // The root's own edit leaves every other scope as it was.
+        assert_eq!(root["pipelines_run"], 1, "{mode} {root}");
+        // DFS: sub-2 and the root. BFS: the root (sub-2's Kptfile is in
+        // its scope), sub-2, and sub-2's three subpackages, whose
+        // resources sub-2's new function annotates before they run.
+        let middle_runs = if bfs { 5 } else { 2 };
+        assert_eq!(middle["pipelines_run"], middle_runs, "{mode} {middle}");
+        // `-o stdout` shares the in-place renders' entries.
+        assert_eq!(stdout["pipelines_run"], 3, "{mode} {stdout}");
     }
 }
 

@@ -25,11 +25,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::cache::{CachePolicy, build_identity};
 use super::packs::{self, Corrupt, EntryBytes, PackStore};
 use crate::hydrate::results::{FnResult, ResultItems, StepRecord};
-use crate::hydrate::{PackageRun, RenderOptions};
+use crate::hydrate::{PackageRun, RenderOptions, RunStore};
 use crate::pkg::kptfile::{self, Function, Kptfile};
 use crate::pkg::reader::PackageFile;
 use crate::runtime::FunctionTarget;
 use crate::yaml::binary;
+use crate::yaml::encoder::{SplicedItem, spliced_item_fingerprint};
 use crate::yaml::node::Node;
 
 /// Bumped whenever the key or the value layout changes.
@@ -48,8 +49,12 @@ pub(crate) struct ActionInputs<'a> {
     pub(crate) kptfile: &'a Kptfile,
     /// The package's own files.
     pub(crate) files: &'a [PackageFile],
-    /// The output digests of its subpackages, in walk order.
+    /// The output digests of its subpackages, in walk order (DFS), or the
+    /// digest of its scope's resources (BFS).
     pub(crate) children: &'a [blake3::Hash],
+    /// A breadth-first run (its input is its scope, not its files and its
+    /// subpackages' outputs).
+    pub(crate) bfs: bool,
 }
 
 /// A run answered from the cache: its records, and its output still
@@ -156,6 +161,7 @@ impl ActionCache {
         key.number(FORMAT_VERSION);
         key.text(&self.build);
         key.text(&inputs.path.to_string_lossy());
+        key.text(if inputs.bfs { "bfs" } else { "dfs" });
         // Not `in_place`: a run's output is the same whatever becomes of
         // it, so `-o stdout` and in-place renders share entries.
         key.flags(&[
@@ -476,6 +482,59 @@ fn fn_result_from(node: &Node) -> Option<FnResult> {
     })
 }
 
+/// The action cache as the BFS walk's [`RunStore`], under one render's
+/// options: a run is keyed by its package, Kptfile, functions and a digest
+/// of its scope's resources. The digest leaves out source positions: a
+/// resource that moved in the list a function wrote back (an edit above
+/// it) is the same input.
+pub(crate) struct BfsRuns<'a> {
+    pub(crate) actions: &'a ActionCache,
+    pub(crate) options: &'a RenderOptions,
+    pub(crate) save_on_failure: bool,
+}
+
+impl RunStore for BfsRuns<'_> {
+    fn key(&self, pkg: &Path, kptfile: &Kptfile, input: &[Node]) -> Option<String> {
+        let mut hasher = blake3::Hasher::new();
+        let mut fingerprint = Vec::new();
+        for item in input {
+            fingerprint.clear();
+            let item = SplicedItem {
+                node: item,
+                edits: &[],
+            };
+            spliced_item_fingerprint(&item, &mut fingerprint);
+            hasher.update(&(fingerprint.len() as u64).to_le_bytes());
+            hasher.update(&fingerprint);
+        }
+        let digest = hasher.finalize();
+        let inputs = ActionInputs {
+            path: pkg,
+            kptfile,
+            files: &[],
+            children: &[digest],
+            bfs: true,
+        };
+        self.actions
+            .key(&inputs, self.options, self.save_on_failure)
+    }
+
+    fn lookup(&self, key: &str) -> Option<PackageRun> {
+        let cached = self.actions.lookup(key)?;
+        let Some(output) = cached.output.decode() else {
+            self.actions.drop_corrupt(key);
+            return None;
+        };
+        let mut run = cached.run;
+        run.output = Ok(output);
+        Some(run)
+    }
+
+    fn store(&self, key: &str, run: &PackageRun) {
+        self.actions.record(Some(key), run);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,6 +627,7 @@ mod tests {
             kptfile: &kptfile,
             files: &files,
             children: &child,
+            bfs: false,
         };
         let options = RenderOptions::default();
         let base = cache.key(&inputs, &options, false).unwrap();
@@ -586,6 +646,10 @@ mod tests {
             },
             ActionInputs {
                 children: &other_child,
+                ..inputs
+            },
+            ActionInputs {
+                bfs: true,
                 ..inputs
             },
             ActionInputs {

@@ -163,6 +163,7 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<SharedRun> {
             kptfile,
             files,
             children: &digests,
+            bfs: false,
         };
         actions.key(&inputs, &context.options, context.save_on_failure)
     });
@@ -192,6 +193,7 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<SharedRun> {
     let runtimes = Runtimes {
         image: context.image.as_ref(),
         exec: context.exec.as_ref(),
+        runs: None,
     };
     let run = hydrate::run_package(
         &context.root,

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use super::actions::{ActionCache, ActionInputs, CachedOutput};
+use super::actions::{ActionCache, ActionInputs, BfsRuns, CachedOutput};
 use super::db::RenderContext;
 use super::levels::levels;
 use super::session::{Progress, Scanned, in_pool, path_key, scan_tree};
@@ -68,9 +68,23 @@ pub fn render_once(
             None => Precomputed::default(),
         }
     };
+    // A BFS walk runs its packages itself, through the action cache.
+    let bfs_runs = context
+        .actions
+        .as_deref()
+        .filter(|_| bfs)
+        .map(|actions| BfsRuns {
+            actions,
+            options: &context.options,
+            save_on_failure: context.save_on_failure,
+        });
+    let hits_before = bfs_runs
+        .as_ref()
+        .map_or(0, |runs| runs.actions.stats().hits);
     let runtimes = Runtimes {
         image: context.image.as_ref(),
         exec: context.exec.as_ref(),
+        runs: bfs_runs.as_ref().map(|runs| runs as &dyn hydrate::RunStore),
     };
     let adopted = precomputed.runs.len();
     let outcome = hydrate::hydrate_with(
@@ -82,8 +96,16 @@ pub fn render_once(
         precomputed,
     );
     stats.packages = outcome.n_packages;
-    // Packages the walk reached without a precomputed run ran in the walk.
-    stats.pipelines_run += outcome.n_packages.saturating_sub(adopted);
+    if let Some(runs) = &bfs_runs {
+        let hits = runs.actions.stats().hits.saturating_sub(hits_before);
+        stats.action_cache_hits += usize::try_from(hits).unwrap_or(usize::MAX);
+        runs.actions.finish();
+    }
+    // Packages the walk reached without a precomputed (or cached) run ran
+    // in the walk.
+    stats.pipelines_run += outcome
+        .n_packages
+        .saturating_sub(adopted + stats.action_cache_hits);
     (outcome, stats)
 }
 
@@ -366,6 +388,7 @@ fn run_one(
                 kptfile: &pkg.kptfile,
                 files: &pkg.files,
                 children: &digests,
+                bfs: false,
             };
             actions.key(&inputs, &context.options, context.save_on_failure)
         });
@@ -417,6 +440,7 @@ fn run_one(
     let runtimes = Runtimes {
         image: context.image.as_ref(),
         exec: context.exec.as_ref(),
+        runs: None,
     };
     let run = hydrate::run_package(
         &context.root,

@@ -329,6 +329,7 @@ impl RenderSession {
         let runtimes = Runtimes {
             image: context.image.as_ref(),
             exec: context.exec.as_ref(),
+            runs: None,
         };
         let mut bfs_memo = self.bfs_memo.lock().ok();
         hydrate::hydrate_with_memo(

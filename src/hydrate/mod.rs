@@ -103,13 +103,29 @@ impl Default for RenderOptions {
     }
 }
 
-/// The evaluators for the two kinds of steps.
+/// Where breadth-first package runs are kept across renders (the engine's
+/// action cache). Under BFS a package's run is a function of its Kptfile
+/// and the resources of its scope as its ancestors left them, so it is
+/// looked up by those; a store that cannot key a run (a function that is
+/// not known to be pure) answers `None`.
+pub trait RunStore: Sync {
+    /// The key of `pkg`'s run over `input`, if its run may be kept.
+    fn key(&self, pkg: &Path, kptfile: &Kptfile, input: &[Node]) -> Option<String>;
+    /// The run kept under `key`.
+    fn lookup(&self, key: &str) -> Option<PackageRun>;
+    /// Keeps a successful run under `key`.
+    fn store(&self, key: &str, run: &PackageRun);
+}
+
+/// The evaluators for the two kinds of steps, and where BFS runs are kept.
 #[derive(Clone, Copy)]
 pub struct Runtimes<'a> {
     /// For `image:` steps.
     pub image: &'a dyn Evaluator,
     /// For `exec:` steps.
     pub exec: &'a dyn Evaluator,
+    /// BFS runs kept across renders, when the render has a cache.
+    pub runs: Option<&'a dyn RunStore>,
 }
 
 /// Everything a render decided, before anything is written.
@@ -778,15 +794,26 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                 Some((nodes.get(index)?, input))
             })
             .collect();
+        let store = self.runtimes.runs;
         let run = |(node, input): (&PkgNode, Vec<Node>)| {
-            Some(run_package_under(
+            let key = store.and_then(|store| store.key(&node.path, &node.kptfile, &input));
+            if let (Some(store), Some(key)) = (store, &key)
+                && let Some(run) = store.lookup(key)
+            {
+                return Some(run);
+            }
+            let run = run_package_under(
                 &context,
                 &node.path,
                 &node.kptfile,
                 input,
                 Vec::new(),
                 context.root,
-            ))
+            );
+            if let (Some(store), Some(key)) = (store, &key) {
+                store.store(key, &run);
+            }
+            Some(run)
         };
         match worker_pool(self.options.jobs) {
             Some(pool) => pool.install(|| jobs.into_par_iter().map(run).collect()),
@@ -806,7 +833,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         outer: &Path,
     ) -> Result<Vec<Node>, Failure> {
         let Some(mut memo) = self.bfs_memo.take() else {
-            return self.run_pipeline(node, input, outer);
+            return self.run_bfs_stored(node, input, outer);
         };
         let impure = node.kptfile.pipeline.config_paths().next().is_some();
         let reused = match memo.runs.get(&node.path) {
@@ -846,6 +873,41 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             }
         };
         self.bfs_memo = Some(memo);
+        self.adopt(run)
+    }
+
+    /// A BFS package's run from the render's [`RunStore`] when it has it,
+    /// else run (and kept when it may be).
+    fn run_bfs_stored(
+        &mut self,
+        node: &PkgNode,
+        input: Vec<Node>,
+        outer: &Path,
+    ) -> Result<Vec<Node>, Failure> {
+        let Some(store) = self.runtimes.runs else {
+            return self.run_pipeline(node, input, outer);
+        };
+        let Some(key) = store.key(&node.path, &node.kptfile, &input) else {
+            return self.run_pipeline(node, input, outer);
+        };
+        if let Some(run) = store.lookup(&key) {
+            return self.adopt(run);
+        }
+        let context = RunContext {
+            root: &self.root,
+            save_on_failure: self.save_on_failure,
+            options: self.options,
+            runtimes: self.runtimes,
+        };
+        let run = run_package_under(
+            &context,
+            &node.path,
+            &node.kptfile,
+            input,
+            Vec::new(),
+            outer,
+        );
+        store.store(&key, &run);
         self.adopt(run)
     }
 
