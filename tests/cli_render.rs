@@ -710,3 +710,66 @@ fn deeply_nested_input_renders_or_fails_cleanly() {
     );
     assert_eq!(after.len(), before.len());
 }
+
+/// A failing step ends with krender's own line after kpt's: for a builtin,
+/// how to run the real image instead; for a catalog function krender has
+/// no builtin for (it ran in a container), how to run it without one.
+#[test]
+fn a_failing_catalog_step_ends_with_how_to_run_it_otherwise() {
+    let temp = tempfile::tempdir().unwrap();
+    let bin = temp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    // A container engine whose daemon is down, as on a laptop.
+    let docker = bin.join("docker");
+    std::fs::write(
+        &docker,
+        "#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 125\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let render = |image: &str, config: &str| {
+        let pkg = temp.path().join(image.replace(['/', ':'], "_"));
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(
+            pkg.join("Kptfile"),
+            format!(
+                "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - image: {image}\n      configMap:\n{config}"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            pkg.join("cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+        )
+        .unwrap();
+        let output = crate::support::krender_command()
+            .args(["fn", "render"])
+            .arg(&pkg)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = render(
+        "ghcr.io/kptdev/krm-functions-catalog/ensure-name-substring:latest",
+        "        prepend: dev-\n",
+    );
+    assert!(
+        stderr.contains("Cannot connect to the Docker daemon"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("is not one of krender's builtins")
+            && stderr
+                .contains("image = \"ghcr.io/kptdev/krm-functions-catalog/ensure-name-substring\""),
+        "{stderr}"
+    );
+    let stderr = render("gcr.io/kpt-fn/set-image:v0.1", "        newName: x\n");
+    assert!(
+        stderr.contains("failed in krender's builtin set-image")
+            && stderr.contains("container = [\"v0.1\"]"),
+        "{stderr}"
+    );
+}

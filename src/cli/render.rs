@@ -290,7 +290,9 @@ fn render_and_apply(
 
 /// After a render whose failing step ran as one of krender's builtins: a
 /// line saying so, and the `render.toml` entry that runs the real function
-/// instead (kpt's own lines all come before it).
+/// instead; after one whose catalog function krender has no builtin for
+/// and ran in a container: a line saying that, and how to run it without
+/// one (kpt's own lines all come before it).
 fn builtin_hint(outcome: &RenderOutcome, image: &dyn Evaluator) -> Option<String> {
     let failed = outcome
         .mutation_steps
@@ -301,10 +303,20 @@ fn builtin_hint(outcome: &RenderOutcome, image: &dyn Evaluator) -> Option<String
     if failed.image.is_empty() {
         return None;
     }
-    let Some(Executor::Builtin(name)) = image.executor(FunctionTarget::Image(&failed.image)) else {
-        return None;
-    };
     let (bare, tag) = split_image(&failed.image);
+    let name = match image.executor(FunctionTarget::Image(&failed.image)) {
+        Some(Executor::Builtin(name)) => name,
+        Some(Executor::Container { engine, .. }) if is_catalog_image(bare) => {
+            return Some(format!(
+                "krender: {:?} is not one of krender's builtins (see the README's catalog \
+                 table), so it ran in a container ({engine}); to run it without one, map it to \
+                 an executable in render.toml:\n  [[function]]\n  image = {bare:?}\n  \
+                 executable = {{ \"*\" = \"/path/to/function\" }}",
+                failed.image
+            ));
+        }
+        _ => return None,
+    };
     let tag = tag.trim_start_matches([':', '@']);
     Some(format!(
         "krender: {:?} failed in krender's builtin {name}, not in the function's image; \
@@ -312,6 +324,13 @@ fn builtin_hint(outcome: &RenderOutcome, image: &dyn Evaluator) -> Option<String
          [[function]]\n  image = {bare:?}\n  container = [{tag:?}]",
         failed.image
     ))
+}
+
+/// Whether `name` (an image without its tag) is a catalog function's.
+fn is_catalog_image(name: &str) -> bool {
+    ["ghcr.io/kptdev/krm-functions-catalog/", "gcr.io/kpt-fn/"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
 }
 
 /// The evaluators with the function cache in front (when it is on), kept
