@@ -371,6 +371,26 @@ struct RunContext<'a> {
     runtimes: Runtimes<'a>,
 }
 
+/// `node`'s run over `input` from `store` when it keeps one, else run (and
+/// kept when it may be).
+fn stored_run(
+    context: &RunContext<'_>,
+    store: &dyn RunStore,
+    node: &PkgNode,
+    input: Vec<Node>,
+    outer: &Path,
+) -> PackageRun {
+    let key = store.key(&node.path, &node.kptfile, &input);
+    if let Some(run) = key.as_deref().and_then(|key| store.lookup(key)) {
+        return run;
+    }
+    let run = run_package_under(context, &node.path, &node.kptfile, input, Vec::new(), outer);
+    if let Some(key) = &key {
+        store.store(key, &run);
+    }
+    run
+}
+
 /// [`run_package`], reporting errors under `outer` (BFS reports every
 /// package's failure under the root).
 fn run_package_under(
@@ -778,12 +798,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         if sequential {
             return level.map(|_| None).collect();
         }
-        let context = RunContext {
-            root: &self.root,
-            save_on_failure: self.save_on_failure,
-            options: self.options,
-            runtimes: self.runtimes,
-        };
+        let context = self.run_context();
         let jobs: Vec<(&PkgNode, Vec<Node>)> = level
             .filter_map(|index| {
                 let input = subtree(children, index)
@@ -794,26 +809,18 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                 Some((nodes.get(index)?, input))
             })
             .collect();
-        let store = self.runtimes.runs;
         let run = |(node, input): (&PkgNode, Vec<Node>)| {
-            let key = store.and_then(|store| store.key(&node.path, &node.kptfile, &input));
-            if let (Some(store), Some(key)) = (store, &key)
-                && let Some(run) = store.lookup(key)
-            {
-                return Some(run);
-            }
-            let run = run_package_under(
-                &context,
-                &node.path,
-                &node.kptfile,
-                input,
-                Vec::new(),
-                context.root,
-            );
-            if let (Some(store), Some(key)) = (store, &key) {
-                store.store(key, &run);
-            }
-            Some(run)
+            Some(match context.runtimes.runs {
+                Some(store) => stored_run(&context, store, node, input, context.root),
+                None => run_package_under(
+                    &context,
+                    &node.path,
+                    &node.kptfile,
+                    input,
+                    Vec::new(),
+                    context.root,
+                ),
+            })
         };
         match worker_pool(self.options.jobs) {
             Some(pool) => pool.install(|| jobs.into_par_iter().map(run).collect()),
@@ -851,12 +858,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             Some(run) => run,
             None => {
                 memo.ran += 1;
-                let context = RunContext {
-                    root: &self.root,
-                    save_on_failure: self.save_on_failure,
-                    options: self.options,
-                    runtimes: self.runtimes,
-                };
+                let context = self.run_context();
                 let run = run_package_under(
                     &context,
                     &node.path,
@@ -887,28 +889,17 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         let Some(store) = self.runtimes.runs else {
             return self.run_pipeline(node, input, outer);
         };
-        let Some(key) = store.key(&node.path, &node.kptfile, &input) else {
-            return self.run_pipeline(node, input, outer);
-        };
-        if let Some(run) = store.lookup(&key) {
-            return self.adopt(run);
-        }
-        let context = RunContext {
+        let run = stored_run(&self.run_context(), store, node, input, outer);
+        self.adopt(run)
+    }
+
+    fn run_context(&self) -> RunContext<'_> {
+        RunContext {
             root: &self.root,
             save_on_failure: self.save_on_failure,
             options: self.options,
             runtimes: self.runtimes,
-        };
-        let run = run_package_under(
-            &context,
-            &node.path,
-            &node.kptfile,
-            input,
-            Vec::new(),
-            outer,
-        );
-        store.store(&key, &run);
-        self.adopt(run)
+        }
     }
 
     /// kpt's `runPipeline` for one package. `outer` is the package the error

@@ -8,8 +8,7 @@
 //! annotation first); with nothing pruned, one warning. Empty items are
 //! dropped too (the function skips nil-or-empty nodes).
 
-use super::sdk::{self, FileRef, FnResult, Outcome, ResourceList, Severity};
-use crate::krm::resource;
+use super::sdk::{self, FileRef, FnResult, Outcome, ResourceList};
 
 /// Runs remove-local-config-resources on a parsed input.
 pub(crate) fn run(input: ResourceList) -> Outcome {
@@ -30,10 +29,7 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
             kept.push(item);
             continue;
         }
-        let path = sdk::annotation(&item, resource::PATH)
-            .filter(|path| !path.is_empty())
-            .or_else(|| sdk::annotation(&item, resource::LEGACY_PATH))
-            .unwrap_or_default();
+        let path = sdk::file_path(&item).unwrap_or_default();
         let name = root.get_str(&["metadata", "name"]).unwrap_or_default();
         pruned.push(FnResult {
             file: (!path.is_empty()).then(|| FileRef {
@@ -43,19 +39,11 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
             ..FnResult::info(format!("Resource name: [{name}]"))
         });
     }
-    let results = if pruned.is_empty() {
-        vec![FnResult::new(
-            Severity::Warning,
-            "Found no resources to prune with the local config annotation",
-        )]
-    } else {
-        std::iter::once(FnResult::info(format!(
-            "Number of resources pruned: {}",
-            pruned.len()
-        )))
-        .chain(pruned)
-        .collect()
-    };
+    let results = sdk::counted_results(
+        |count| format!("Number of resources pruned: {count}"),
+        pruned,
+        "Found no resources to prune with the local config annotation".to_owned(),
+    );
     Outcome::kyaml(
         ResourceList {
             items: kept,

@@ -475,10 +475,28 @@ pub(crate) fn is_local_config(item: &Node) -> bool {
     annotation(item, LOCAL_CONFIG).is_some_and(|value| !value.is_empty() && value != "false")
 }
 
-/// The item's file path annotation (internal first, then legacy).
+/// The item's file path annotation (internal first, then legacy when the
+/// internal one is missing or empty, as kyaml's `GetFileAnnotations`).
 pub(crate) fn file_path(item: &Node) -> Option<&str> {
     annotation(item, crate::krm::resource::PATH)
+        .filter(|path| !path.is_empty())
         .or_else(|| annotation(item, crate::krm::resource::LEGACY_PATH))
+}
+
+/// The legacy framework functions' report of what they did to some items:
+/// an info `<count line>` then one result per item, or the warning `none`
+/// when there was nothing to do.
+pub(crate) fn counted_results(
+    count_line: impl FnOnce(usize) -> String,
+    items: Vec<FnResult>,
+    none: String,
+) -> Vec<FnResult> {
+    if items.is_empty() {
+        return vec![FnResult::new(Severity::Warning, none)];
+    }
+    std::iter::once(FnResult::info(count_line(items.len())))
+        .chain(items)
+        .collect()
 }
 
 /// The item's file index annotation (internal first, then legacy).

@@ -10,8 +10,7 @@
 //! result `failed to process policies: <why>`; the framework prints the
 //! bare error on stderr.
 
-use super::sdk::{self, FileRef, FnResult, Outcome, ResourceList, Severity};
-use crate::krm::resource;
+use super::sdk::{self, FileRef, FnResult, Outcome, ResourceList};
 use crate::yaml::node::Node;
 
 const POLICY_API_VERSION: &str = "constraints.gatekeeper.sh/v1beta1";
@@ -39,11 +38,7 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
         if name.is_empty() || kind.is_empty() || api_version != POLICY_API_VERSION {
             continue;
         }
-        let path = sdk::annotation(item, resource::PATH)
-            .filter(|path| !path.is_empty())
-            .or_else(|| sdk::annotation(item, resource::LEGACY_PATH))
-            .unwrap_or_default()
-            .to_owned();
+        let path = sdk::file_path(item).unwrap_or_default().to_owned();
         let Some(spec) = item
             .root_mut()
             .get_mut("spec")
@@ -67,19 +62,11 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
             ..FnResult::info(format!("Policy name: [{name}]"))
         });
     }
-    let results = if policies.is_empty() {
-        vec![FnResult::new(
-            Severity::Warning,
-            format!("Found no policy to set to [{action}]"),
-        )]
-    } else {
-        std::iter::once(FnResult::info(format!(
-            "Number of policies set to [{action}]: {}",
-            policies.len()
-        )))
-        .chain(policies)
-        .collect()
-    };
+    let results = sdk::counted_results(
+        |count| format!("Number of policies set to [{action}]: {count}"),
+        policies,
+        format!("Found no policy to set to [{action}]"),
+    );
     Outcome::kyaml(input, results)
 }
 
