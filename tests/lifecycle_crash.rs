@@ -271,7 +271,7 @@ fn kill_at_random_points_leaves_old_or_new_package() {
         command.args(["fn", "render", "--no-cache"]).arg(&pkg);
         if iteration % 10 != 5 {
             // fsync only matters for power loss, not for a killed process
-            // (see `KRENDER_FSYNC` in lifecycle::draft); skipping it on
+            // (see `pkg::commit::Durability`); skipping it on
             // most runs keeps the test fast on a loaded disk.
             command.env("KRENDER_FSYNC", "0");
         }

@@ -53,7 +53,13 @@ fn edit_set_add_delete_round_trip_exact_bytes() {
         .unwrap()
         .set("namespace", Node::new_string("prod"));
     deployment.get_mut("spec").unwrap().remove("template");
-    write_package(dir.path(), &read_result.resources, &read_result.files).unwrap();
+    write_package(
+        dir.path(),
+        &read_result.resources,
+        &read_result.files,
+        Default::default(),
+    )
+    .unwrap();
     assert_eq!(
         read(dir.path(), "deploy.yaml"),
         "\
@@ -161,7 +167,7 @@ fn writer_prunes_emptied_files_and_leaves_resourceless_files() {
         .into_iter()
         .filter(|node| !matches!(resource::name(node), Some("gone" | "one")))
         .collect();
-    write_package(dir.path(), &kept, &read_result.files).unwrap();
+    write_package(dir.path(), &kept, &read_result.files, Default::default()).unwrap();
     assert!(!dir.path().join("gone.yaml").exists());
     assert_eq!(
         read(dir.path(), "two.yaml"),

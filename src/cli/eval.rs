@@ -233,7 +233,7 @@ fn save_function(args: &EvalArgs, function: &Function, pkg: &Path, err: &mut dyn
         kptfile::KPTFILE_NAME,
         crate::yaml::to_string(&node, crate::yaml::SeqIndent::Wide),
     );
-    if let Err(error) = crate::pkg::commit::commit(pkg, &changes) {
+    if let Err(error) = crate::pkg::commit::commit(pkg, &changes, super::durability()) {
         let _ = writeln!(err, "function is not added to Kptfile: {error}");
         return;
     }
@@ -665,7 +665,7 @@ fn run_on_package(
         Output::InPlace => crate::pkg::writer::plan_package(&root, &resources, &files_read)
             .map_err(|error| error.to_string())
             .and_then(|changes| {
-                crate::pkg::commit::commit(&root, &changes)
+                crate::pkg::commit::commit(&root, &changes, super::durability())
                     .map(|_| ())
                     .map_err(|error| error.to_string())
             }),
@@ -683,7 +683,8 @@ fn run_on_package(
             args.output.as_deref().unwrap_or_default()
         )),
         Output::Dir(target) => {
-            crate::pkg::writer::write_new_dir(target, &resources).map_err(|error| error.to_string())
+            crate::pkg::writer::write_new_dir(target, &resources, super::durability())
+                .map_err(|error| error.to_string())
         }
     };
     match written {
@@ -745,7 +746,7 @@ pub(super) fn sink(args: &SinkArgs, err: &mut dyn Write) -> i32 {
         }
     };
     let result = bridge::parse_resource_list(&input)
-        .and_then(|items| crate::hydrate::apply::write_package(&dir, &items));
+        .and_then(|items| crate::hydrate::apply::write_package(&dir, &items, super::durability()));
     match result {
         Ok(()) => 0,
         Err(message) => {

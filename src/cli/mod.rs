@@ -126,3 +126,12 @@ fn config_path() -> std::path::PathBuf {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| crate::runtime::chain::DEFAULT_CONFIG.into())
 }
+
+/// `KRENDER_FSYNC=0`: commits skip their flushes (atomic against a crash
+/// of the process, not a power loss; see `pkg::commit::Durability`).
+fn durability() -> crate::pkg::commit::Durability {
+    match std::env::var_os("KRENDER_FSYNC") {
+        Some(value) if value == "0" => crate::pkg::commit::Durability::Unflushed,
+        _ => crate::pkg::commit::Durability::Flushed,
+    }
+}

@@ -376,6 +376,7 @@ pub(super) fn render_context(
         cancel: cancel.clone(),
         attribution: super::attribution_enabled(),
         native: super::native_mode(),
+        durability: super::durability(),
         ..RenderOptions::default()
     };
     let chain_options = ChainOptions {

@@ -31,7 +31,7 @@ pub(super) fn open_for_render(
     } else {
         LockMode::Shared
     };
-    match lifecycle::open_package_mode(root, &command, mode) {
+    match lifecycle::open_package_mode(root, &command, mode, super::durability()) {
         Ok(session) => {
             if let Some(dead) = &session.lock.took_over {
                 let _ = writeln!(
@@ -216,7 +216,7 @@ fn execute(args: &RpkgArgs, out: &mut dyn Write) -> Result<(), LifecycleError> {
         RpkgCommand::Pull { revision, dir } => {
             let revision = repo.get(revision)?;
             let files = repo.files(&revision)?;
-            crate::pkg::commit::commit_new_dir(dir, &files)?;
+            crate::pkg::commit::commit_new_dir(dir, &files, super::durability())?;
             let record = PullRecord {
                 revision: revision.id(),
                 commit: revision.commit.to_string(),

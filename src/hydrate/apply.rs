@@ -200,7 +200,7 @@ pub fn apply_recording(
             }
         }
         stage_status(&root, &outcome, outcome.error.as_ref(), &mut changes);
-        commit::commit(&root, &changes).map_err(|error| ApplyError::Write {
+        commit::commit(&root, &changes, outcome.durability).map_err(|error| ApplyError::Write {
             message: format!("failed to save resources: {error}"),
         })?;
         written.record(&root, &changes);
@@ -230,7 +230,7 @@ pub fn apply_recording(
             }
             Output::Unwrap => bridge::unwrap_text(&resources),
             Output::Dir(dir) => {
-                write_out_dir(dir, &resources)?;
+                write_out_dir(dir, &resources, outcome.durability)?;
                 String::new()
             }
             Output::InPlace => String::new(),
@@ -255,7 +255,7 @@ fn commit_status_only(
 ) {
     let mut changes = commit::Changes::default();
     stage_status(root, outcome, error, &mut changes);
-    if commit::commit(root, &changes).is_ok() {
+    if commit::commit(root, &changes, outcome.durability).is_ok() {
         written.record(root, &changes);
     }
 }
@@ -371,20 +371,31 @@ fn record_attribution(current: &str, group: &str) -> String {
 
 /// Writes the files of `resources` under `root` as one atomic commit,
 /// skipping files whose bytes are unchanged (`fn sink`).
-pub(crate) fn write_package(root: &Path, resources: &[crate::yaml::Node]) -> Result<(), String> {
-    crate::pkg::writer::write_package(root, resources, &[]).map_err(|error| error.to_string())
+pub(crate) fn write_package(
+    root: &Path,
+    resources: &[crate::yaml::Node],
+    durability: commit::Durability,
+) -> Result<(), String> {
+    crate::pkg::writer::write_package(root, resources, &[], durability)
+        .map_err(|error| error.to_string())
 }
 
 /// `-o DIR`: the directory appears complete or not at all.
-fn write_out_dir(dir: &Path, resources: &[crate::yaml::Node]) -> Result<(), ApplyError> {
+fn write_out_dir(
+    dir: &Path,
+    resources: &[crate::yaml::Node],
+    durability: commit::Durability,
+) -> Result<(), ApplyError> {
     let mut stripped = resources.to_vec();
     for node in &mut stripped {
         // -o DIR re-reads the stdout list, which drops package-path but
         // keeps path and index; the writer strips the rest.
         resource::remove_annotation(node, resource::PACKAGE_PATH);
     }
-    crate::pkg::writer::write_new_dir(dir, &stripped).map_err(|error| ApplyError::Write {
-        message: error.to_string(),
+    crate::pkg::writer::write_new_dir(dir, &stripped, durability).map_err(|error| {
+        ApplyError::Write {
+            message: error.to_string(),
+        }
     })
 }
 

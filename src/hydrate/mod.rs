@@ -84,6 +84,8 @@ pub struct RenderOptions {
     pub attribution: bool,
     /// Whether builtins run on the nodes or through the wire.
     pub native: crate::runtime::function_filter::NativeMode,
+    /// Whether writing the output flushes it to the disk.
+    pub durability: crate::pkg::commit::Durability,
 }
 
 impl Default for RenderOptions {
@@ -99,6 +101,7 @@ impl Default for RenderOptions {
             cancel: Cancel::new(),
             attribution: true,
             native: Default::default(),
+            durability: Default::default(),
         }
     }
 }
@@ -143,6 +146,8 @@ pub struct RenderOutcome {
     pub save_on_failure: bool,
     /// [`RenderOptions::attribution`], for the writer.
     pub attribution: bool,
+    /// [`RenderOptions::durability`], for the writer.
+    pub durability: crate::pkg::commit::Durability,
     /// Files read as inputs (relative to the root), for pruning.
     pub input_files: BTreeSet<String>,
     /// Mutation steps for `status.renderStatus`, in execution order.
@@ -534,6 +539,7 @@ pub fn hydrate_with_memo(
         error,
         save_on_failure,
         attribution: options.attribution,
+        durability: options.durability,
         input_files: hydrator.input_files,
         mutation_steps: hydrator.mutation_steps,
         validation_steps: hydrator.validation_steps,

@@ -22,7 +22,7 @@ pub mod rpkg;
 use std::path::{Path, PathBuf};
 
 use crate::pkg::commit;
-pub use crate::pkg::commit::{Changes, CommitSummary, Recovery};
+pub use crate::pkg::commit::{Changes, CommitSummary, Durability, Recovery};
 pub use error::LifecycleError;
 pub use lock::{LockHolder, LockMode, PackageLock};
 
@@ -40,7 +40,7 @@ pub struct PackageSession {
 /// Opens the package tree at `root` for `command` as a writer: see
 /// [`open_package_mode`].
 pub fn open_package(root: &Path, command: &str) -> Result<PackageSession, LifecycleError> {
-    open_package_mode(root, command, LockMode::Exclusive)
+    open_package_mode(root, command, LockMode::Exclusive, Durability::Flushed)
 }
 
 /// Opens the package tree at `root` for `command`: takes its lock in `mode`
@@ -58,11 +58,12 @@ pub fn open_package_mode(
     root: &Path,
     command: &str,
     mode: LockMode,
+    durability: Durability,
 ) -> Result<PackageSession, LifecycleError> {
     let mut recovered = Vec::new();
     if mode == LockMode::Shared && commit::needs_recovery(root) {
         let writer = PackageLock::try_acquire(root, command)?;
-        match commit::recover(root)? {
+        match commit::recover(root, durability)? {
             Recovery::Clean => {}
             recovery => recovered.push((root.to_path_buf(), recovery)),
         }
@@ -74,14 +75,14 @@ pub fn open_package_mode(
         // and only a journal or a lock there can concern this tree.
         let journal = ancestor.join(commit::JOURNAL_NAME).exists();
         if journal || ancestor.join(lock::LOCK_FILE_NAME).exists() {
-            probe_foreign(ancestor, &mut recovered, command, mode)?;
+            probe_foreign(ancestor, &mut recovered, command, mode, durability)?;
         }
     }
     for pkg in subpackages_with_leftovers(root) {
-        probe_foreign(&pkg, &mut recovered, command, mode)?;
+        probe_foreign(&pkg, &mut recovered, command, mode, durability)?;
     }
     if mode == LockMode::Exclusive {
-        match commit::recover(root)? {
+        match commit::recover(root, durability)? {
             Recovery::Clean => {}
             recovery => recovered.push((root.to_path_buf(), recovery)),
         }
@@ -132,10 +133,11 @@ fn probe_foreign(
     recovered: &mut Vec<(PathBuf, Recovery)>,
     command: &str,
     mode: LockMode,
+    durability: Durability,
 ) -> Result<(), LifecycleError> {
     if commit::needs_recovery(dir) {
         let writer = PackageLock::try_acquire(dir, command)?;
-        match commit::recover(dir)? {
+        match commit::recover(dir, durability)? {
             Recovery::Clean => {}
             recovery => recovered.push((dir.to_path_buf(), recovery)),
         }

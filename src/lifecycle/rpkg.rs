@@ -25,6 +25,7 @@
 //! `.lock` files), so of two concurrent writers exactly one wins and the
 //! other gets [`LifecycleError::Conflict`] — never a lost update.
 
+use crate::pkg::commit::Durability;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -857,15 +858,22 @@ impl PackageRepo {
             path: temp.clone(),
             message: error.to_string(),
         })?;
-        crate::pkg::commit::write_durably(&temp, &bytes, None)?;
+        // Revision transitions are always flushed: they are git's own state.
+        crate::pkg::commit::write_durably(&temp, &bytes, None, Durability::Flushed)?;
         std::fs::rename(&temp, &path).map_err(|error| LifecycleError::io(&path, &error))?;
-        Ok(crate::pkg::commit::sync_dir(self.git_dir())?)
+        Ok(crate::pkg::commit::sync_dir(
+            self.git_dir(),
+            Durability::Flushed,
+        )?)
     }
 
     fn remove_journal(&self) -> Result<(), LifecycleError> {
         let path = self.git_dir().join(TRANSITION_JOURNAL);
         match std::fs::remove_file(&path) {
-            Ok(()) => Ok(crate::pkg::commit::sync_dir(self.git_dir())?),
+            Ok(()) => Ok(crate::pkg::commit::sync_dir(
+                self.git_dir(),
+                Durability::Flushed,
+            )?),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(error) => Err(LifecycleError::io(&path, &error)),
         }

@@ -235,7 +235,11 @@ pub enum Recovery {
 /// commit point nothing changed and nothing is left behind. The caller
 /// should hold the package lock (see [`super::lock`]); without it, a commit
 /// still refuses to overwrite another commit's journal.
-pub fn commit(root: &Path, changes: &Changes) -> Result<CommitSummary, CommitError> {
+pub fn commit(
+    root: &Path,
+    changes: &Changes,
+    durability: Durability,
+) -> Result<CommitSummary, CommitError> {
     if changes.is_empty() {
         return Ok(CommitSummary::default());
     }
@@ -250,7 +254,7 @@ pub fn commit(root: &Path, changes: &Changes) -> Result<CommitSummary, CommitErr
     std::fs::create_dir_all(root).map_err(|error| CommitError::io(root, &error))?;
     let journal = journal_of(changes);
     let temp_journal = root.join(format!("{JOURNAL_TEMP_PREFIX}{}", transaction_id()));
-    if let Err(error) = publish(root, &temp_journal, &journal, changes) {
+    if let Err(error) = publish(root, &temp_journal, &journal, changes, durability) {
         let _ = std::fs::remove_file(&temp_journal);
         return Err(error);
     }
@@ -259,7 +263,7 @@ pub fn commit(root: &Path, changes: &Changes) -> Result<CommitSummary, CommitErr
         .iter()
         .map(|(relative, bytes)| (relative.as_str(), bytes.as_slice()))
         .collect();
-    roll_forward(root, &writes, &journal.deletes)
+    roll_forward(root, &writes, &journal.deletes, durability)
 }
 
 /// Steps 1 and 2: write the journal, then publish it (the commit point).
@@ -268,6 +272,7 @@ fn publish(
     temp_journal: &Path,
     journal: &Journal,
     changes: &Changes,
+    durability: Durability,
 ) -> Result<(), CommitError> {
     let io = |error: std::io::Error| CommitError::io(temp_journal, &error);
     fault(temp_journal).map_err(io)?;
@@ -277,7 +282,7 @@ fn publish(
     write_journal(&mut out, journal, changes).map_err(io)?;
     let file = out.into_inner().map_err(|error| io(error.into_error()))?;
     fault(temp_journal).map_err(io)?;
-    if fsync_enabled() {
+    if durability.flushes() {
         file.sync_all().map_err(io)?;
     }
     crash_point();
@@ -345,11 +350,12 @@ fn roll_forward(
     root: &Path,
     writes: &[(&str, &[u8])],
     deletes: &[String],
+    durability: Durability,
 ) -> Result<CommitSummary, CommitError> {
     // The journal's directory entry is durable before anything it names
     // changes.
     fault(root).map_err(|error| CommitError::io(root, &error))?;
-    sync_dir(root)?;
+    sync_dir(root, durability)?;
     crash_point();
     let mut parents = BTreeSet::new();
     for (relative, _) in writes {
@@ -360,7 +366,11 @@ fn roll_forward(
                 .map_err(|error| CommitError::io(&parent, &error))?;
         }
     }
-    write_files(root, writes, !WHOLE_FILESYSTEM_FLUSH)?;
+    write_files(
+        root,
+        writes,
+        !WHOLE_FILESYSTEM_FLUSH && durability.flushes(),
+    )?;
     let mut summary = CommitSummary {
         written: writes.len(),
         deleted: 0,
@@ -380,11 +390,11 @@ fn roll_forward(
     }
     fault(root).map_err(|error| CommitError::io(root, &error))?;
     if WHOLE_FILESYSTEM_FLUSH {
-        flush_filesystem(root)?;
+        flush_filesystem(root, durability)?;
     } else {
         for dir in with_ancestors(&touched, root) {
             if dir.exists() {
-                sync_dir(&dir)?;
+                sync_dir(&dir, durability)?;
             }
         }
     }
@@ -392,7 +402,7 @@ fn roll_forward(
     fault(&journal_path)
         .and_then(|()| std::fs::remove_file(&journal_path))
         .map_err(|error| CommitError::io(&journal_path, &error))?;
-    sync_dir(root)?;
+    sync_dir(root, durability)?;
     crash_point();
     Ok(summary)
 }
@@ -473,7 +483,7 @@ fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), CommitEr
     if let Some(mode) = mode {
         file.set_permissions(mode).map_err(io)?;
     }
-    if fsync && fsync_enabled() {
+    if fsync {
         file.sync_all().map_err(io)?;
     }
     Ok(())
@@ -482,7 +492,7 @@ fn write_in_place(path: &Path, bytes: &[u8], fsync: bool) -> Result<(), CommitEr
 /// Brings the package at `root` to a consistent state after an interrupted
 /// commit (see the module doc). Call it with the package lock held, before
 /// reading the package.
-pub fn recover(root: &Path) -> Result<Recovery, CommitError> {
+pub fn recover(root: &Path, durability: Durability) -> Result<Recovery, CommitError> {
     let journal_path = root.join(JOURNAL_NAME);
     match std::fs::read(&journal_path) {
         Ok(bytes) => {
@@ -496,7 +506,7 @@ pub fn recover(root: &Path) -> Result<Recovery, CommitError> {
                 writes.push((relative.as_str(), bytes));
                 rest = tail;
             }
-            let summary = roll_forward(root, &writes, &journal.deletes)?;
+            let summary = roll_forward(root, &writes, &journal.deletes, durability)?;
             remove_leftovers(root)?;
             Ok(Recovery::RolledForward(summary))
         }
@@ -607,7 +617,11 @@ fn remove_leftovers(root: &Path) -> Result<usize, CommitError> {
 /// Writes `files` as the new directory `dir`, which must not exist: staged
 /// beside it, then renamed into place without replacing anything. An empty
 /// `files` creates nothing (as a direct write would not).
-pub fn commit_new_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), CommitError> {
+pub fn commit_new_dir(
+    dir: &Path,
+    files: &BTreeMap<String, Vec<u8>>,
+    durability: Durability,
+) -> Result<(), CommitError> {
     if files.is_empty() {
         return Ok(());
     }
@@ -623,7 +637,7 @@ pub fn commit_new_dir(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(
     std::fs::create_dir_all(&parent).map_err(|error| CommitError::io(&parent, &error))?;
     remove_dead_out_stages(&parent);
     let stage = parent.join(format!("{OUT_STAGE_PREFIX}{}", transaction_id()));
-    let result = stage_new_dir(&stage, dir, files);
+    let result = stage_new_dir(&stage, dir, files, durability);
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&stage);
     }
@@ -634,6 +648,7 @@ fn stage_new_dir(
     stage: &Path,
     dir: &Path,
     files: &BTreeMap<String, Vec<u8>>,
+    durability: Durability,
 ) -> Result<(), CommitError> {
     std::fs::create_dir(stage).map_err(|error| CommitError::io(stage, &error))?;
     let mut dirs = BTreeSet::new();
@@ -649,12 +664,16 @@ fn stage_new_dir(
         .iter()
         .map(|(relative, bytes)| (relative.as_str(), bytes.as_slice()))
         .collect();
-    write_files(stage, &writes, !WHOLE_FILESYSTEM_FLUSH)?;
+    write_files(
+        stage,
+        &writes,
+        !WHOLE_FILESYSTEM_FLUSH && durability.flushes(),
+    )?;
     if WHOLE_FILESYSTEM_FLUSH {
-        flush_filesystem(stage)?;
+        flush_filesystem(stage, durability)?;
     } else {
         for staged_dir in with_ancestors(&dirs, stage) {
-            sync_dir(&staged_dir)?;
+            sync_dir(&staged_dir, durability)?;
         }
     }
     rename_no_replace(stage, dir).map_err(|error| match error.kind() {
@@ -666,8 +685,8 @@ fn stage_new_dir(
         _ => CommitError::io(dir, &error),
     })?;
     match dir.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => sync_dir(parent)?,
-        _ => sync_dir(Path::new("."))?,
+        Some(parent) if !parent.as_os_str().is_empty() => sync_dir(parent, durability)?,
+        _ => sync_dir(Path::new("."), durability)?,
     }
     Ok(())
 }
@@ -847,8 +866,9 @@ pub(crate) fn write_durably(
     path: &Path,
     bytes: &[u8],
     permissions: Option<std::fs::Permissions>,
+    durability: Durability,
 ) -> Result<(), CommitError> {
-    write_file(path, bytes, permissions, true)
+    write_file(path, bytes, permissions, durability.flushes())
 }
 
 fn write_file(
@@ -864,7 +884,7 @@ fn write_file(
     if let Some(permissions) = permissions {
         file.set_permissions(permissions).map_err(io)?;
     }
-    if fsync && fsync_enabled() {
+    if fsync {
         file.sync_all().map_err(io)?;
     }
     Ok(())
@@ -877,8 +897,8 @@ const WHOLE_FILESYSTEM_FLUSH: bool = cfg!(target_os = "linux");
 /// `syncfs`): data, inodes and directory entries at once. Elsewhere it is
 /// never called ([`WHOLE_FILESYSTEM_FLUSH`]): the caller fsyncs file by
 /// file.
-fn flush_filesystem(dir: &Path) -> Result<(), CommitError> {
-    if !fsync_enabled() {
+fn flush_filesystem(dir: &Path, durability: Durability) -> Result<(), CommitError> {
+    if !durability.flushes() {
         return Ok(());
     }
     #[cfg(target_os = "linux")]
@@ -896,8 +916,8 @@ fn flush_filesystem(dir: &Path) -> Result<(), CommitError> {
     Ok(())
 }
 
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), CommitError> {
-    if !fsync_enabled() {
+pub(crate) fn sync_dir(dir: &Path, durability: Durability) -> Result<(), CommitError> {
+    if !durability.flushes() {
         return Ok(());
     }
     std::fs::File::open(dir)
@@ -905,16 +925,28 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), CommitError> {
         .map_err(|error| CommitError::io(dir, &error))
 }
 
-/// `KRENDER_FSYNC=0` skips the flushes. The commit then stays atomic
-/// against a crash of the process (`kill -9`, a panic, an OOM kill): what
-/// the next krender command sees is the kernel's page cache, whether or not
-/// it reached the disk. Only a power loss or kernel crash could then leave
-/// a journal whose bytes never reached the disk. For CI, tmpfs
-/// and throwaway checkouts, where the flushes are pure cost.
-fn fsync_enabled() -> bool {
-    use std::sync::OnceLock;
-    static ENABLED: OnceLock<bool> = OnceLock::new();
-    *ENABLED.get_or_init(|| std::env::var_os("KRENDER_FSYNC").is_none_or(|value| value != "0"))
+/// Whether a commit flushes what it writes to the disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// The journal is durable before its rename and the rewritten files
+    /// before the journal is removed: the guarantee holds across a power
+    /// loss.
+    #[default]
+    Flushed,
+    /// No flushes (the cli's `KRENDER_FSYNC=0`). The commit stays atomic
+    /// against a crash of the process (`kill -9`, a panic, an OOM kill):
+    /// what the next krender command sees is the kernel's page cache,
+    /// whether or not it reached the disk. Only a power loss or kernel
+    /// crash could then leave a journal whose bytes never reached the
+    /// disk. For CI, tmpfs and throwaway checkouts, where the flushes are
+    /// pure cost.
+    Unflushed,
+}
+
+impl Durability {
+    fn flushes(self) -> bool {
+        self == Durability::Flushed
+    }
 }
 
 /// `rename` that fails with `AlreadyExists` instead of replacing `to`
@@ -1056,7 +1088,7 @@ mod tests {
         let mut changes = Changes::default();
         changes.write("short.yaml", "new\n");
         changes.write("long.yaml", "a longer new content\n");
-        commit(root, &changes).unwrap();
+        commit(root, &changes, Durability::Flushed).unwrap();
         assert_eq!(std::fs::read(root.join("short.yaml")).unwrap(), b"new\n");
         assert_eq!(
             std::fs::read(root.join("long.yaml")).unwrap(),
@@ -1076,7 +1108,7 @@ mod tests {
         changes.delete("gone.yaml");
         assert_eq!(changes.read(root, "a.yaml").unwrap(), b"new a\n");
         assert_eq!(changes.read(root, "gone.yaml"), None);
-        let summary = commit(root, &changes).unwrap();
+        let summary = commit(root, &changes, Durability::Flushed).unwrap();
         assert_eq!(
             summary,
             CommitSummary {
@@ -1091,7 +1123,7 @@ mod tests {
         .into();
         assert_eq!(tree(root), expected);
         assert!(leftovers(root).is_empty());
-        assert_eq!(recover(root).unwrap(), Recovery::Clean);
+        assert_eq!(recover(root, Durability::Flushed).unwrap(), Recovery::Clean);
     }
 
     /// Targets a rename could not reach after the commit point are refused
@@ -1116,7 +1148,9 @@ mod tests {
             let mut changes = Changes::default();
             changes.write("a.yaml", "new\n");
             changes.write(bad, "x");
-            let error = commit(&root, &changes).unwrap_err().to_string();
+            let error = commit(&root, &changes, Durability::Flushed)
+                .unwrap_err()
+                .to_string();
             assert!(error.contains(reason), "{bad}: {error}");
             assert_eq!(std::fs::read(root.join("a.yaml")).unwrap(), b"old\n");
             assert!(leftovers(&root).is_empty(), "{bad}");
@@ -1124,7 +1158,7 @@ mod tests {
         assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
         let mut changes = Changes::default();
         changes.write("inside/x.yaml", "x\n");
-        commit(&root, &changes).unwrap();
+        commit(&root, &changes, Durability::Flushed).unwrap();
         assert_eq!(std::fs::read(root.join("real/x.yaml")).unwrap(), b"x\n");
     }
 
@@ -1141,7 +1175,7 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, root.join("cm.yaml")).unwrap();
         let mut changes = Changes::default();
         changes.write("cm.yaml", "new\n");
-        commit(&root, &changes).unwrap();
+        commit(&root, &changes, Durability::Flushed).unwrap();
         let meta = std::fs::symlink_metadata(root.join("cm.yaml")).unwrap();
         assert!(meta.file_type().is_file());
         assert_eq!(std::fs::read(root.join("cm.yaml")).unwrap(), b"new\n");
@@ -1162,7 +1196,7 @@ mod tests {
             let mut changes = Changes::default();
             changes.write("ok.yaml", "new\n");
             changes.write(bad, "x");
-            let error = commit(root, &changes).unwrap_err();
+            let error = commit(root, &changes, Durability::Flushed).unwrap_err();
             assert!(
                 matches!(error, CommitError::InvalidWrite { .. }),
                 "{bad}: {error}"
@@ -1188,7 +1222,7 @@ mod tests {
         std::fs::write(root.join(JOURNAL_NAME), journal_bytes(&changes)).unwrap();
         std::fs::write(root.join("a.yaml"), "new a\n").unwrap();
         std::fs::write(root.join("b.yaml"), "ne").unwrap();
-        let recovery = recover(root).unwrap();
+        let recovery = recover(root, Durability::Flushed).unwrap();
         assert_eq!(
             recovery,
             Recovery::RolledForward(CommitSummary {
@@ -1206,7 +1240,10 @@ mod tests {
         std::fs::create_dir(&stage).unwrap();
         std::fs::write(stage.join("a.yaml"), "newer\n").unwrap();
         std::fs::write(root.join(".krender-journal-2-2"), "KRJ2").unwrap();
-        assert_eq!(recover(root).unwrap(), Recovery::RolledBack { removed: 2 });
+        assert_eq!(
+            recover(root, Durability::Flushed).unwrap(),
+            Recovery::RolledBack { removed: 2 }
+        );
         assert_eq!(std::fs::read(root.join("a.yaml")).unwrap(), b"new a\n");
         assert!(leftovers(root).is_empty());
     }
@@ -1249,9 +1286,9 @@ mod tests {
                 std::fs::write(root.join(path), bytes).unwrap();
             }
             *FAULT.lock().unwrap() = Some((root.clone(), step));
-            let result = commit(&root, &changes);
+            let result = commit(&root, &changes, Durability::Flushed);
             let fired = FAULT.lock().unwrap().take().is_none();
-            recover(&root).unwrap();
+            recover(&root, Durability::Flushed).unwrap();
             let now = tree(&root);
             assert!(now == old || now == new, "step {step}: {now:?}");
             assert!(leftovers(&root).is_empty(), "step {step}");
@@ -1281,7 +1318,7 @@ mod tests {
         let mut bytes = journal_bytes(&changes);
         bytes.pop();
         std::fs::write(temp.path().join(JOURNAL_NAME), bytes).unwrap();
-        let error = recover(temp.path()).unwrap_err();
+        let error = recover(temp.path(), Durability::Flushed).unwrap_err();
         assert!(
             matches!(error, CommitError::JournalCorrupt { .. }),
             "{error}"
@@ -1298,7 +1335,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
         let mut changes = Changes::default();
         changes.write("a.yaml", "new\n");
-        commit(temp.path(), &changes).unwrap();
+        commit(temp.path(), &changes, Durability::Flushed).unwrap();
         assert_eq!(std::fs::read(&fifo).unwrap(), b"new\n");
     }
 
@@ -1317,7 +1354,7 @@ mod tests {
         let mut changes = Changes::default();
         changes.write("a.yaml", "new\n");
         changes.write("ro.yaml", "new\n");
-        commit(root, &changes).unwrap();
+        commit(root, &changes, Durability::Flushed).unwrap();
         let meta = std::fs::metadata(root.join("a.yaml")).unwrap();
         assert_eq!((meta.ino(), meta.mode() & 0o777), (inode, 0o640));
         assert_eq!(std::fs::read(root.join("ro.yaml")).unwrap(), b"new\n");
@@ -1329,7 +1366,7 @@ mod tests {
     fn corrupt_journal_is_an_error_naming_it() {
         let temp = tempfile::tempdir().unwrap();
         std::fs::write(temp.path().join(JOURNAL_NAME), "KRJ2{\"version\":2").unwrap();
-        let error = recover(temp.path()).unwrap_err();
+        let error = recover(temp.path(), Durability::Flushed).unwrap_err();
         assert!(error.to_string().contains(".krender-journal"), "{error}");
     }
 
@@ -1338,9 +1375,9 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let out = temp.path().join("out");
         let files: BTreeMap<String, Vec<u8>> = [("x/a.yaml".to_owned(), b"a\n".to_vec())].into();
-        commit_new_dir(&out, &files).unwrap();
+        commit_new_dir(&out, &files, Durability::Flushed).unwrap();
         assert_eq!(std::fs::read(out.join("x/a.yaml")).unwrap(), b"a\n");
-        let error = commit_new_dir(&out, &files).unwrap_err();
+        let error = commit_new_dir(&out, &files, Durability::Flushed).unwrap_err();
         assert!(matches!(error, CommitError::OutputExists { .. }), "{error}");
         assert_eq!(leftovers(temp.path()), Vec::<PathBuf>::new());
     }

@@ -239,9 +239,10 @@ pub fn write_package(
     dir: &Path,
     resources: &[Node],
     files_read: &[String],
+    durability: commit::Durability,
 ) -> Result<(), WriteError> {
     let changes = plan_package(dir, resources, files_read)?;
-    commit::commit(dir, &changes).map_err(|error| WriteError::Commit {
+    commit::commit(dir, &changes, durability).map_err(|error| WriteError::Commit {
         message: error.to_string(),
     })?;
     Ok(())
@@ -249,13 +250,17 @@ pub fn write_package(
 
 /// Writes `resources` as the new directory `dir`, which must not exist yet:
 /// staged beside it and renamed into place, so `dir` is never partial.
-pub fn write_new_dir(dir: &Path, resources: &[Node]) -> Result<(), WriteError> {
+pub fn write_new_dir(
+    dir: &Path,
+    resources: &[Node],
+    durability: commit::Durability,
+) -> Result<(), WriteError> {
     let files = render_files(resources)?;
     let files = files
         .into_iter()
         .map(|(relative, content)| (relative, content.into_bytes()))
         .collect();
-    commit::commit_new_dir(dir, &files).map_err(|error| WriteError::Commit {
+    commit::commit_new_dir(dir, &files, durability).map_err(|error| WriteError::Commit {
         message: error.to_string(),
     })
 }
