@@ -19,6 +19,7 @@ pub(crate) mod apply_setters;
 pub(crate) mod gatekeeper;
 pub(crate) mod jsonschema;
 pub(crate) mod kubeconform;
+pub(crate) mod list_setters;
 pub(crate) mod remove_local_config_resources;
 pub(crate) mod sdk;
 pub(crate) mod search_replace;
@@ -69,11 +70,13 @@ pub enum Builtin {
     RemoveLocalConfigResources,
     /// `set-enforcement-action`
     SetEnforcementAction,
+    /// `list-setters`
+    ListSetters,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 14] = [
+    pub const ALL: [Builtin; 15] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -88,6 +91,7 @@ impl Builtin {
         Builtin::Gatekeeper,
         Builtin::RemoveLocalConfigResources,
         Builtin::SetEnforcementAction,
+        Builtin::ListSetters,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -107,6 +111,7 @@ impl Builtin {
             Builtin::Gatekeeper => "gatekeeper",
             Builtin::RemoveLocalConfigResources => "remove-local-config-resources",
             Builtin::SetEnforcementAction => "set-enforcement-action",
+            Builtin::ListSetters => "list-setters",
         }
     }
 
@@ -156,6 +161,7 @@ impl Builtin {
             Builtin::Gatekeeper => gatekeeper::run(input),
             Builtin::RemoveLocalConfigResources => remove_local_config_resources::run(input),
             Builtin::SetEnforcementAction => set_enforcement_action::run(input),
+            Builtin::ListSetters => list_setters::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
