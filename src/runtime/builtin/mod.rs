@@ -16,6 +16,7 @@ use crate::yaml::node::Node;
 
 pub(crate) mod apply_replacements;
 pub(crate) mod apply_setters;
+pub(crate) mod create_setters;
 pub(crate) mod gatekeeper;
 pub(crate) mod jsonschema;
 pub(crate) mod kubeconform;
@@ -72,11 +73,13 @@ pub enum Builtin {
     SetEnforcementAction,
     /// `list-setters`
     ListSetters,
+    /// `create-setters`
+    CreateSetters,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 15] = [
+    pub const ALL: [Builtin; 16] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -92,6 +95,7 @@ impl Builtin {
         Builtin::RemoveLocalConfigResources,
         Builtin::SetEnforcementAction,
         Builtin::ListSetters,
+        Builtin::CreateSetters,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -112,6 +116,7 @@ impl Builtin {
             Builtin::RemoveLocalConfigResources => "remove-local-config-resources",
             Builtin::SetEnforcementAction => "set-enforcement-action",
             Builtin::ListSetters => "list-setters",
+            Builtin::CreateSetters => "create-setters",
         }
     }
 
@@ -162,6 +167,7 @@ impl Builtin {
             Builtin::RemoveLocalConfigResources => remove_local_config_resources::run(input),
             Builtin::SetEnforcementAction => set_enforcement_action::run(input),
             Builtin::ListSetters => list_setters::run(input),
+            Builtin::CreateSetters => create_setters::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
