@@ -967,6 +967,25 @@ if not all(checks):
         );
     }
 
+    /// Odd uses of the libraries are errors, never a crash.
+    #[test]
+    fn odd_library_calls_fail_cleanly() {
+        for source in [
+            "load('krmfn.star', 'krmfn')\nkrmfn.match_gvk(1, 2, 3)\n",
+            "load('krmfn.star', 'krmfn')\nkrmfn.match_name()\n",
+            "load('krmfn.star', 'krmfn')\nload('krmfn.star', 'krmfn')\nkrmfn.match_name(None, 'a')\n",
+            "load('encoding/json.star', 'json')\njson.decode('{')\n",
+            "load('', '')\n",
+            "load('krmfn.star', '_match_gvk')\n",
+        ] {
+            let _ = error_of(source);
+        }
+        assert_eq!(
+            error_of("load('krmfn.star', 'krmfn')\nx = krmfn.match_name([], 'a')\n"),
+            "succeeded"
+        );
+    }
+
     #[test]
     fn sandbox_loads_only_the_bundled_libraries_and_has_no_file_system() {
         assert!(error_of("load('os.star', 'os')\n").contains("cannot load os.star"));
