@@ -30,6 +30,7 @@ pub(crate) mod set_image;
 pub(crate) mod set_labels;
 pub(crate) mod set_namespace;
 pub(crate) mod starlark;
+pub(crate) mod upsert_resource;
 
 pub use sdk::NativeOutcome;
 use sdk::{Outcome, ResourceList, RoundTrips};
@@ -75,11 +76,13 @@ pub enum Builtin {
     ListSetters,
     /// `create-setters`
     CreateSetters,
+    /// `upsert-resource`
+    UpsertResource,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 16] = [
+    pub const ALL: [Builtin; 17] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -96,6 +99,7 @@ impl Builtin {
         Builtin::SetEnforcementAction,
         Builtin::ListSetters,
         Builtin::CreateSetters,
+        Builtin::UpsertResource,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -117,6 +121,7 @@ impl Builtin {
             Builtin::SetEnforcementAction => "set-enforcement-action",
             Builtin::ListSetters => "list-setters",
             Builtin::CreateSetters => "create-setters",
+            Builtin::UpsertResource => "upsert-resource",
         }
     }
 
@@ -168,6 +173,7 @@ impl Builtin {
             Builtin::SetEnforcementAction => set_enforcement_action::run(input),
             Builtin::ListSetters => list_setters::run(input),
             Builtin::CreateSetters => create_setters::run(input),
+            Builtin::UpsertResource => upsert_resource::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
