@@ -425,8 +425,10 @@ fn run_function(
             evaluator,
             target,
             selected,
-            Some(config),
-            true,
+            crate::runtime::function_filter::FunctionCall {
+                function_config: Some(config),
+                in_pipeline: true,
+            },
             crate::hydrate::RenderOptions::default().timeout,
             None,
             super::native_mode(),

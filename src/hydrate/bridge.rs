@@ -48,22 +48,17 @@ pub(crate) struct FilterRun {
 
 /// Runs one function over `items` with kyaml's FunctionFilter round trip
 /// (`runtime::function_filter`). Mutators run inside kyaml's pipeline
-/// (`in_pipeline`), validators do not. `known` is what the previous step
-/// knew of `items`, its whole output handed on.
+/// (`call.in_pipeline`), validators do not. `known` is what the previous
+/// step knew of `items`, its whole output handed on.
 pub(crate) fn run_filter(
     evaluator: &dyn Evaluator,
     target: FunctionTarget<'_>,
     items: Vec<Node>,
-    function_config: Option<&Node>,
-    in_pipeline: bool,
+    call: FunctionCall<'_>,
     timeout: Duration,
     known: Option<SettledList>,
     native: NativeMode,
 ) -> Result<FilterRun, EvalError> {
-    let call = FunctionCall {
-        function_config,
-        in_pipeline,
-    };
     let step = run_evaluator_owned(evaluator, target, items, call, timeout, known, native)?;
     Ok(FilterRun {
         output: step.output.map_err(|error| error.to_string()),

@@ -1250,12 +1250,15 @@ impl<'a, 'w> Hydrator<'a, 'w> {
                 .map_or_else(|| "unknown".to_owned(), |executor| executor.to_string()),
             "step",
         );
+        let call = crate::runtime::function_filter::FunctionCall {
+            function_config: step.config.as_ref(),
+            in_pipeline: step.mutator,
+        };
         let run = match bridge::run_filter(
             evaluator,
             target,
             input,
-            step.config.as_ref(),
-            step.mutator,
+            call,
             self.options.timeout,
             known,
             self.options.native,
