@@ -101,15 +101,7 @@ impl Setters {
                 .ok_or_else(|| "parsing error".to_owned())?
                 .into_root();
             match parsed.kind {
-                NodeKind::Sequence => {
-                    let mut values: Vec<String> = parsed
-                        .content
-                        .iter()
-                        .map(|value| value.value.to_string())
-                        .collect();
-                    values.sort();
-                    arrays.push((name, values));
-                }
+                NodeKind::Sequence => arrays.push((name, sdk::sorted_values(&parsed))),
                 NodeKind::Scalar => scalars.push((name, text.to_owned())),
                 _ => {}
             }
@@ -156,12 +148,7 @@ impl Setters {
         }
         let field = format!("{path}.{}", key.value);
         let field = field.strip_prefix('.').unwrap_or(&field).to_owned();
-        let mut values: Vec<String> = value
-            .content
-            .iter()
-            .map(|element| element.value.to_string())
-            .collect();
-        values.sort();
+        let values = sdk::sorted_values(value);
         let flow = value.style.contains(Style::FLOW);
         let scalar_inside = values.iter().any(|value| {
             self.scalars

@@ -183,12 +183,7 @@ impl Setters {
         let Some(pattern) = setter_pattern(comment) else {
             return;
         };
-        let mut values: Vec<String> = value
-            .content
-            .iter()
-            .map(|element| element.value.to_string())
-            .collect();
-        values.sort();
+        let values = sdk::sorted_values(value);
         self.arrays
             .entry(clean(pattern))
             .and_modify(|(_, count)| *count += 1)

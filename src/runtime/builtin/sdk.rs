@@ -483,6 +483,18 @@ pub(crate) fn file_path(item: &Node) -> Option<&str> {
         .or_else(|| annotation(item, crate::krm::resource::LEGACY_PATH))
 }
 
+/// The scalar values of a sequence's elements, sorted (the setter
+/// functions compare sequences so); other elements count as empty.
+pub(crate) fn sorted_values(sequence: &Node) -> Vec<String> {
+    let mut values: Vec<String> = sequence
+        .content
+        .iter()
+        .map(|element| element.value.to_string())
+        .collect();
+    values.sort();
+    values
+}
+
 /// The legacy framework functions' report of what they did to some items:
 /// an info `<count line>` then one result per item, or the warning `none`
 /// when there was nothing to do.
