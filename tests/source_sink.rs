@@ -212,3 +212,19 @@ fn source_sink_matches_kpt() {
         failures.join("\n")
     );
 }
+
+/// kpt's `fn sink DIR` creates DIR even when the stream holds no resources
+/// (checked against kpt 1.0.0-beta.56: an empty list and an empty stdin).
+#[test]
+fn sink_of_an_empty_stream_creates_the_empty_directory() {
+    let temp = tempfile::tempdir().unwrap();
+    for (name, stream) in [
+        ("list", &b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"[..]),
+        ("nothing", &b""[..]),
+    ] {
+        let out = temp.path().join(name);
+        sink(stream, &out).unwrap();
+        assert!(out.is_dir(), "{name}: no directory");
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "{name}");
+    }
+}

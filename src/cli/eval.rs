@@ -747,8 +747,11 @@ pub(super) fn sink(args: &SinkArgs, err: &mut dyn Write) -> i32 {
             return 1;
         }
     };
-    let result = bridge::parse_resource_list(&input)
-        .and_then(|items| crate::hydrate::apply::write_package(&dir, &items, super::durability()));
+    // kpt creates DIR even when the stream holds no resources.
+    let result = bridge::parse_resource_list(&input).and_then(|items| {
+        std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+        crate::hydrate::apply::write_package(&dir, &items, super::durability())
+    });
     match result {
         Ok(()) => 0,
         Err(message) => {
