@@ -773,3 +773,40 @@ fn a_failing_catalog_step_ends_with_how_to_run_it_otherwise() {
         "{stderr}"
     );
 }
+
+/// `--image-pull-policy` takes kpt's three values in any letter case; any
+/// other value is kpt's flag error, before anything runs.
+#[test]
+fn a_bad_image_pull_policy_is_kpts_flag_error() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n",
+    )
+    .unwrap();
+    for command in [
+        &["fn", "render"][..],
+        &["fn", "eval", "--image", "set-namespace"][..],
+    ] {
+        let output = crate::support::krender_command()
+            .args(command)
+            .arg(&pkg)
+            .args(["--image-pull-policy", "bogus"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{command:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            "error: invalid argument \"bogus\" for \"--image-pull-policy\" flag: must be one of: Always, IfNotPresent, Never\n"
+        );
+    }
+    let output = crate::support::krender_command()
+        .args(["fn", "render"])
+        .arg(&pkg)
+        .args(["--image-pull-policy", "always"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+}

@@ -219,7 +219,10 @@ fn source_sink_matches_kpt() {
 fn sink_of_an_empty_stream_creates_the_empty_directory() {
     let temp = tempfile::tempdir().unwrap();
     for (name, stream) in [
-        ("list", &b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"[..]),
+        (
+            "list",
+            &b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"[..],
+        ),
         ("nothing", &b""[..]),
     ] {
         let out = temp.path().join(name);

@@ -73,6 +73,10 @@ pub(super) fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
+    if let Some(report) = super::image_pull_policy_error(args.image_pull_policy.as_deref()) {
+        super::render::print_report(&report, err);
+        return 1;
+    }
     // kpt's validateOptionalFlags, first of all.
     let flag_error = if args.include_meta_resources {
         Some(

@@ -135,3 +135,18 @@ fn durability() -> crate::pkg::commit::Durability {
         _ => crate::pkg::commit::Durability::Flushed,
     }
 }
+
+/// kpt's check of `--image-pull-policy` (a flag error, before anything
+/// runs): `Always`, `IfNotPresent` or `Never`, in any letter case.
+fn image_pull_policy_error(value: Option<&str>) -> Option<crate::hydrate::Report> {
+    let value = value?;
+    let known = ["Always", "IfNotPresent", "Never"]
+        .iter()
+        .any(|policy| policy.eq_ignore_ascii_case(value));
+    (!known).then(|| {
+        crate::hydrate::Report::Command(format!(
+            "invalid argument {} for \"--image-pull-policy\" flag: must be one of: Always, IfNotPresent, Never",
+            crate::runtime::builtin::sdk::go_quote(value)
+        ))
+    })
+}

@@ -94,6 +94,10 @@ pub(super) fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
+    if let Some(report) = super::image_pull_policy_error(args.image_pull_policy.as_deref()) {
+        print_report(&report, err);
+        return 1;
+    }
     if let Some(message) = args.pkg_path.as_deref().and_then(missing_path_error) {
         print_report(&Report::Command(message), err);
         return 1;

@@ -42,6 +42,10 @@ pub(super) fn run(
     err: &mut dyn Write,
 ) -> i32 {
     let render_args = &args.render;
+    if let Some(report) = super::image_pull_policy_error(render_args.image_pull_policy.as_deref()) {
+        print_report(&report, err);
+        return 1;
+    }
     let root = resolve_package_path(render_args.pkg_path.as_deref().unwrap_or(Path::new(".")));
     let output = output_mode(render_args.output.as_deref());
     if let Output::Dir(_) = output {
