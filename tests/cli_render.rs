@@ -810,3 +810,25 @@ fn a_bad_image_pull_policy_is_kpts_flag_error() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0));
 }
+
+/// `--truncate-output` is a flag of the whole command, as in kpt: it may
+/// come before the subcommand too.
+#[test]
+fn truncate_output_may_come_before_the_subcommand() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("exec-fail");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render/exec-fail"),
+        &pkg,
+    );
+    let output = krender_command()
+        .arg("--truncate-output=false")
+        .args(["fn", "render", "--allow-exec"])
+        .arg(&pkg)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("    line6\n"), "{stderr}");
+    assert!(!stderr.contains("truncated"), "{stderr}");
+}

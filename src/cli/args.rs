@@ -12,6 +12,11 @@ pub struct Cli {
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
+    /// Cut the output of failing functions to 4 lines. A flag of the whole
+    /// command, as in kpt: before or after the subcommand.
+    #[arg(long = "truncate-output", global = true, action = ArgAction::Set, num_args = 0..=1,
+          default_value_t = true, default_missing_value = "true", require_equals = true)]
+    pub truncate_output: bool,
 }
 
 /// Top-level commands.
@@ -107,9 +112,8 @@ pub struct RenderArgs {
     /// Image pull policy for container functions: Always, IfNotPresent or Never.
     #[arg(long = "image-pull-policy")]
     pub image_pull_policy: Option<String>,
-    /// Cut the output of failing functions to 4 lines.
-    #[arg(long = "truncate-output", action = ArgAction::Set, num_args = 0..=1,
-          default_value_t = true, default_missing_value = "true", require_equals = true)]
+    /// `--truncate-output`, a flag of the whole command (see [`Cli`]).
+    #[arg(skip = true)]
     pub truncate_output: bool,
     /// Prefix for short image names.
     #[arg(long = "image-prefix", env = "KPT_IMAGE_PREFIX")]
@@ -154,9 +158,8 @@ pub struct EvalArgs {
     /// Image pull policy for container functions.
     #[arg(long = "image-pull-policy")]
     pub image_pull_policy: Option<String>,
-    /// Cut the output of failing functions to 4 lines.
-    #[arg(long = "truncate-output", action = ArgAction::Set, num_args = 0..=1,
-          default_value_t = true, default_missing_value = "true", require_equals = true)]
+    /// `--truncate-output`, a flag of the whole command (see [`Cli`]).
+    #[arg(skip = true)]
     pub truncate_output: bool,
     /// Prefix for short image names.
     #[arg(long = "image-prefix", env = "KPT_IMAGE_PREFIX")]

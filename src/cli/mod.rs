@@ -60,14 +60,21 @@ fn run_command(cli: Cli) -> ExitCode {
     // tick thread and the render's workers draw on stderr too, and waiting
     // for a lock held here deadlocked them against the main thread.
     let mut err = std::io::stderr();
+    let truncate_output = cli.truncate_output;
     let code = match cli.command {
         Command::Fn {
-            command: FnCommand::Render(args),
+            command: FnCommand::Render(mut args),
         }
-        | Command::Render(args) => render::run(&args, &Interrupts::install(), &mut out, &mut err),
+        | Command::Render(mut args) => {
+            args.truncate_output = truncate_output;
+            render::run(&args, &Interrupts::install(), &mut out, &mut err)
+        }
         Command::Fn {
-            command: FnCommand::Eval(args),
-        } => eval::run(&args, &Interrupts::install(), &mut out, &mut err),
+            command: FnCommand::Eval(mut args),
+        } => {
+            args.truncate_output = truncate_output;
+            eval::run(&args, &Interrupts::install(), &mut out, &mut err)
+        }
         Command::Fn {
             command: FnCommand::Source(args),
         } => eval::source(&args, &mut out, &mut err),
@@ -78,7 +85,10 @@ fn run_command(cli: Cli) -> ExitCode {
             command: LayerCommand::Render { paths },
         } => crate::layering::render_command(&paths, &mut out, &mut err),
         Command::Cache { command } => cache::run(&command, &mut out, &mut err),
-        Command::Watch(args) => watch::run(&args, &Interrupts::install(), &mut out, &mut err),
+        Command::Watch(mut args) => {
+            args.render.truncate_output = truncate_output;
+            watch::run(&args, &Interrupts::install(), &mut out, &mut err)
+        }
         Command::Rpkg(args) => rpkg::run(&args, &mut out, &mut err),
         Command::Version => {
             let _ = writeln!(out, "{}", env!("CARGO_PKG_VERSION"));
