@@ -243,6 +243,13 @@ pub struct ExcludeArgs {
 pub struct SourceArgs {
     /// Package directory (default: the current directory).
     pub dir: Option<PathBuf>,
+    /// File holding the `functionConfig` of the list written.
+    #[arg(long = "fn-config")]
+    pub fn_config: Option<PathBuf>,
+    /// `stdout` (a ResourceList, the default) or `unwrap` (the resources
+    /// alone, as a multi-document stream).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
 }
 
 /// Flags of `fn sink`.

@@ -709,6 +709,18 @@ fn run_on_package(
 
 /// Runs `fn source DIR`: prints the package tree as a ResourceList.
 pub(super) fn source(args: &SourceArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let unwrap = match args.output.as_deref() {
+        None | Some("stdout") => false,
+        Some("unwrap") => true,
+        Some(other) => {
+            let message = format!(
+                "invalid input for --output flag {}, must be \"stdout\" or \"unwrap\"",
+                crate::runtime::builtin::sdk::go_quote(other)
+            );
+            print_report(&Report::Command(message), err);
+            return 1;
+        }
+    };
     let root = absolute(args.dir.as_deref().unwrap_or(Path::new(".")));
     // kpt resolves the absolute path first (see `missing_path_error`).
     if let Some(message) = super::render::missing_path_error(&root) {
@@ -723,9 +735,24 @@ pub(super) fn source(args: &SourceArgs, out: &mut dyn Write, err: &mut dyn Write
             return 1;
         }
     };
+    let function_config = match args.fn_config.as_deref().map(source_fn_config).transpose() {
+        Ok(config) => config,
+        Err(message) => {
+            print_report(&Report::Command(message), err);
+            return 1;
+        }
+    };
     match crate::hydrate::apply::source_resources(&root) {
         Ok(resources) => {
-            let _ = out.write_all(bridge::resource_list_text(&resources).as_bytes());
+            let text = if unwrap {
+                bridge::unwrap_text(&resources)
+            } else {
+                crate::krm::resource_list::encode_function_input(
+                    &resources,
+                    function_config.as_ref(),
+                )
+            };
+            let _ = out.write_all(text.as_bytes());
             0
         }
         Err(message) => {
@@ -733,6 +760,38 @@ pub(super) fn source(args: &SourceArgs, out: &mut dyn Write, err: &mut dyn Write
             1
         }
     }
+}
+
+/// `fn source --fn-config FILE`: the file's one resource, annotated as kpt's
+/// package reader annotates a package of that one file (its path is the
+/// file's name).
+fn source_fn_config(path: &Path) -> Result<Node, String> {
+    let absolute = absolute(path);
+    if std::fs::symlink_metadata(&absolute).is_err() {
+        return Err(format!(
+            "evalsymlink failure on '{}' : lstat {}: no such file or directory",
+            path.display(),
+            absolute.display()
+        ));
+    }
+    let bytes =
+        std::fs::read(&absolute).map_err(|error| format!("{}: {error}", absolute.display()))?;
+    let text = crate::pkg::reader::decode_text(&bytes)
+        .map_err(|reason| format!("{}: MalformedYAMLError: yaml: {reason}", absolute.display()))?;
+    let name = absolute
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let options = crate::pkg::reader::ReadOptions::default();
+    let mut resources = crate::pkg::reader::parse_file(&name, &absolute, &text, &options)
+        .map_err(|error| error.to_string())?;
+    if resources.len() != 1 {
+        return Err(format!(
+            "expected exactly 1 functionConfig, found {}",
+            resources.len()
+        ));
+    }
+    Ok(resources.remove(0))
 }
 
 /// Runs `fn sink DIR`: writes a ResourceList from stdin into `DIR`.
