@@ -558,3 +558,183 @@ fn eval_dir_checks_the_function_input_and_output_are_krm() {
     );
     assert_tree(&snapshot(&temp.path().join("pkg")), &before);
 }
+
+/// A scratch package with one ConfigMap, and a `bin/` holding a fake
+/// container engine `name` that logs its arguments and echoes its input
+/// (a function that changes nothing).
+fn container_scratch(engine: &str) -> (tempfile::TempDir, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+    )
+    .unwrap();
+    let bin = temp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let fake = bin.join(engine);
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {}\nexec cat\n",
+            temp.path().join("calls").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (temp, bin)
+}
+
+/// kpt's `--network`, `--mount`, `-e/--env` and `--as-current-user` reach
+/// the container engine as kpt passes them.
+#[test]
+fn container_flags_reach_the_engine() {
+    let (temp, bin) = container_scratch("docker");
+    let output = krender_command()
+        .current_dir(temp.path())
+        .args([
+            "fn",
+            "eval",
+            "pkg",
+            "--image",
+            "example.com/fn:v1",
+            "--network",
+        ])
+        .args(["--mount", "type=bind,src=/tmp,dst=/data", "-e", "FOO=bar"])
+        .args(["--env", "HOME", "--as-current-user"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let calls = std::fs::read_to_string(temp.path().join("calls")).unwrap();
+    let uid = String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout).unwrap();
+    let gid = String::from_utf8(Command::new("id").arg("-g").output().unwrap().stdout).unwrap();
+    for wanted in [
+        "--network host ".to_owned(),
+        format!("--user {}:{} ", uid.trim(), gid.trim()),
+        "--mount type=bind,src=/tmp,dst=/data -e FOO=bar -e HOME example.com/fn:v1\n".to_owned(),
+    ] {
+        assert!(calls.contains(&wanted), "{wanted:?} not in {calls}");
+    }
+    // Without the flags: no network, the unprivileged user.
+    let output = krender_command()
+        .current_dir(temp.path())
+        .args(["fn", "eval", "pkg", "--image", "example.com/fn:v1"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let calls = std::fs::read_to_string(temp.path().join("calls")).unwrap();
+    let last = calls.lines().last().unwrap();
+    assert!(
+        last.contains("--network none --user nobody ") && last.ends_with(" example.com/fn:v1"),
+        "{last}"
+    );
+}
+
+/// The container-only flags are refused for `--exec` with kpt's text, and
+/// for a function krender runs in process with the same first line and
+/// how to run it in a container instead; nothing runs.
+#[test]
+fn container_flags_are_refused_outside_containers() {
+    let (temp, _bin) = container_scratch("docker");
+    let kpt_text = "error: --mount, --as-current-user, --network and --env can only be used with container functions\n";
+    for flags in [
+        &["--network"][..],
+        &["--mount", "type=bind,src=/a,dst=/b"][..],
+        &["-e", "A=1"][..],
+        &["--env", "A"][..],
+        &["--as-current-user"][..],
+    ] {
+        let output = krender_command()
+            .current_dir(temp.path())
+            .args(["fn", "eval", "pkg", "--exec", "./missing.sh"])
+            .args(flags)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{flags:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            kpt_text,
+            "{flags:?}"
+        );
+        assert!(output.stdout.is_empty());
+    }
+    let before = snapshot(&temp.path().join("pkg"));
+    let output = krender_command()
+        .current_dir(temp.path())
+        .args(["fn", "eval", "pkg", "-i", "set-namespace:v0.4", "--network"])
+        .args(["--", "namespace=x"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with(kpt_text), "{stderr}");
+    assert!(
+        stderr.contains("krender runs set-namespace in process")
+            && stderr.contains("image = \"ghcr.io/kptdev/krm-functions-catalog/set-namespace\""),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(&temp.path().join("pkg")), before);
+    // `--allow-alpha-wasm` is accepted, as kpt accepts it.
+    let output = krender_command()
+        .current_dir(temp.path())
+        .args([
+            "fn",
+            "eval",
+            "pkg",
+            "-i",
+            "set-namespace:v0.4",
+            "--allow-alpha-wasm",
+        ])
+        .args(["--", "namespace=x"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+}
+
+/// `KPT_FN_RUNTIME` picks the engine (docker, podman, nerdctl); another
+/// value fails the container step with kpt's message.
+#[test]
+fn kpt_fn_runtime_picks_the_engine() {
+    let (temp, bin) = container_scratch("podman");
+    let eval = |runtime: &str| {
+        krender_command()
+            .current_dir(temp.path())
+            .args(["fn", "eval", "pkg", "--image", "example.com/fn:v1"])
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("KPT_FN_RUNTIME", runtime)
+            .output()
+            .unwrap()
+    };
+    let output = eval("Podman");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        std::fs::read_to_string(temp.path().join("calls"))
+            .unwrap()
+            .starts_with("run ")
+    );
+    let output = eval("nerdctl");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr.contains("exec: \"nerdctl\": executable file not found in $PATH"),
+        "{stderr}"
+    );
+    let output = eval("bogus");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr
+            .contains("unsupported runtime: \"bogus\" the runtime must be either docker or podman"),
+        "{stderr}"
+    );
+}

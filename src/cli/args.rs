@@ -186,6 +186,25 @@ pub struct EvalArgs {
     /// Which resources the function does not see (kpt's `--exclude-*` flags).
     #[command(flatten)]
     pub exclude: ExcludeArgs,
+    /// Environment variables for a container function: `KEY=VALUE`, or
+    /// `KEY` to pass this process's value.
+    #[arg(short = 'e', long = "env")]
+    pub env: Vec<String>,
+    /// Storage to mount into a container function (the engine's `--mount`
+    /// syntax).
+    #[arg(long = "mount")]
+    pub mount: Vec<String>,
+    /// Give a container function the host network.
+    #[arg(long = "network")]
+    pub network: bool,
+    /// Run a container function as this process's uid and gid instead of
+    /// `nobody`.
+    #[arg(long = "as-current-user")]
+    pub as_current_user: bool,
+    /// Accepted as kpt accepts it; catalog `wasm/` images run as builtins,
+    /// other WASM modules are not supported.
+    #[arg(long = "allow-alpha-wasm")]
+    pub allow_alpha_wasm: bool,
     /// `KEY=VALUE` pairs for the function's ConfigMap (a leading bare word
     /// is its kind).
     #[arg(last = true)]

@@ -17,6 +17,8 @@ use crate::krm::resource;
 use crate::pkg::kptfile::{self, DEFAULT_IMAGE_PREFIX, Selector};
 use crate::pkg::reader::ReadError;
 use crate::runtime::chain::{ChainOptions, exec_evaluator, image_evaluator};
+use crate::runtime::config::{FunctionTable, Route};
+use crate::runtime::container::ContainerAccess;
 use crate::runtime::{Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style, tag};
 
@@ -65,6 +67,41 @@ fn selector(
     })
 }
 
+/// kpt's refusal of the container-only flags for `--exec` functions.
+const CONTAINER_ONLY: &str =
+    "--mount, --as-current-user, --network and --env can only be used with container functions";
+
+/// kpt's `--network`, `--as-current-user`, `--mount` and `-e` flags.
+fn container_access(args: &EvalArgs) -> ContainerAccess {
+    ContainerAccess {
+        network: args.network,
+        // SAFETY: getuid and getgid cannot fail and touch no memory.
+        user: args.as_current_user.then(|| {
+            format!("{}:{}", unsafe { libc::getuid() }, unsafe {
+                libc::getgid()
+            })
+        }),
+        mounts: args.mount.clone(),
+        env: args.env.clone(),
+    }
+}
+
+/// Why `image` cannot take the container-only flags: it runs in process
+/// or as a local executable here (what kpt says of `--exec`), with how to
+/// run it in a container instead. `None` for a container image.
+fn not_a_container(image: &str) -> Option<String> {
+    let table = FunctionTable::load(&super::config_path()).ok()?;
+    let how = match table.route(image) {
+        Route::Container { .. } => return None,
+        Route::Builtin(builtin) => format!("krender runs {} in process", builtin.name()),
+        Route::Executable(path) => format!("render.toml runs it as {}", path.display()),
+    };
+    let (name, _) = crate::runtime::builtin::split_image(image);
+    Some(format!(
+        "{image}: {how}; to run it in a container, add to render.toml:\n  [[function]]\n  image = \"{name}\"\n  container = [\"*\"]"
+    ))
+}
+
 /// Runs `fn eval` and returns the exit code: on a ResourceList from stdin
 /// (`-`) or on the package tree at DIR, written back in place (or to `-o`).
 pub(super) fn run(
@@ -103,6 +140,11 @@ pub(super) fn run(
     // are given.
     let image = args.image.as_ref().filter(|image| !image.is_empty());
     let exec = args.exec.as_ref().filter(|exec| !exec.is_empty());
+    let access = container_access(args);
+    if image.is_none() && exec.is_some() && access != ContainerAccess::default() {
+        print_report(&Report::Command(CONTAINER_ONLY.to_owned()), err);
+        return 1;
+    }
     let function = match (image, exec) {
         (Some(image), _) => {
             let image = kptfile::with_default_tag(&kptfile::resolve_image(image, &prefix));
@@ -137,6 +179,12 @@ pub(super) fn run(
             return 1;
         }
     };
+    if access != ContainerAccess::default()
+        && let Some(hint) = not_a_container(&function.image)
+    {
+        print_report(&Report::Command(format!("{CONTAINER_ONLY}\n{hint}")), err);
+        return 1;
+    }
     let selection = selector(
         [
             &args.select.match_api_version,
@@ -390,6 +438,8 @@ fn run_function(
         image_pull_policy: args.image_pull_policy.clone(),
         cancel: interrupts.cancel().clone(),
         config: super::config_path(),
+        access: container_access(args),
+        runtime: super::container_runtime(),
     };
     let image_runtime = crate::engine::cache::wrap_image_evaluator(
         image_evaluator(&chain_options),

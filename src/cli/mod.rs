@@ -137,6 +137,13 @@ fn config_path() -> std::path::PathBuf {
         .unwrap_or_else(|| crate::runtime::chain::DEFAULT_CONFIG.into())
 }
 
+/// The container engine `KPT_FN_RUNTIME` names (docker, podman, nerdctl).
+fn container_runtime() -> crate::runtime::container::EngineChoice {
+    crate::runtime::container::EngineChoice::parse(
+        &std::env::var("KPT_FN_RUNTIME").unwrap_or_default(),
+    )
+}
+
 /// `KRENDER_FSYNC=0`: commits skip their flushes (atomic against a crash
 /// of the process, not a power loss; see `pkg::commit::Durability`).
 fn durability() -> crate::pkg::commit::Durability {

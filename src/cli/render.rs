@@ -387,6 +387,8 @@ pub(super) fn render_context(
         image_pull_policy: args.image_pull_policy.clone(),
         cancel: cancel.clone(),
         config: super::config_path(),
+        runtime: super::container_runtime(),
+        ..ChainOptions::default()
     };
     let exec = exec_evaluator(&chain_options);
     let actions = cache_dir.as_deref().map(|dir| {

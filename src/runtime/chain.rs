@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::builtin::BuiltinEvaluator;
 use super::cancel::Cancel;
 use super::config::{ConfigError, FunctionTable, Route};
-use super::container::ContainerEvaluator;
+use super::container::{ContainerAccess, ContainerEvaluator, EngineChoice};
 use super::exec::{ExecEvaluator, run_process};
 use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget};
 
@@ -26,6 +26,10 @@ pub struct ChainOptions {
     pub cancel: Cancel,
     /// The function table's file (a missing file means the defaults).
     pub config: PathBuf,
+    /// What container functions may reach (kpt's `fn eval` flags).
+    pub access: ContainerAccess,
+    /// The container engine (`KPT_FN_RUNTIME`).
+    pub runtime: EngineChoice,
 }
 
 impl Default for ChainOptions {
@@ -34,6 +38,8 @@ impl Default for ChainOptions {
             image_pull_policy: None,
             cancel: Cancel::default(),
             config: PathBuf::from(DEFAULT_CONFIG),
+            access: ContainerAccess::default(),
+            runtime: EngineChoice::default(),
         }
     }
 }
@@ -63,6 +69,8 @@ pub struct ImageEvaluator {
     table: Result<FunctionTable, ConfigError>,
     pull_policy: Option<String>,
     cancel: Cancel,
+    access: ContainerAccess,
+    runtime: EngineChoice,
 }
 
 impl ImageEvaluator {
@@ -75,6 +83,8 @@ impl ImageEvaluator {
             table,
             pull_policy: options.image_pull_policy.clone(),
             cancel: options.cancel.clone(),
+            access: options.access.clone(),
+            runtime: options.runtime.clone(),
         }
     }
 
@@ -83,6 +93,8 @@ impl ImageEvaluator {
             pull_policy: self.pull_policy.clone().or(pull_policy),
             engine: None,
             cancel: self.cancel.clone(),
+            access: self.access.clone(),
+            runtime: self.runtime.clone(),
         }
     }
 }

@@ -19,6 +19,48 @@ pub struct ContainerEvaluator {
     pub engine: Option<PathBuf>,
     /// Trips to kill the running engine client (the CLI's Ctrl-C).
     pub cancel: Cancel,
+    /// How the container may reach its host (kpt's `fn eval` flags).
+    pub access: ContainerAccess,
+    /// Which engine `KPT_FN_RUNTIME` asks for (used when `engine` is unset).
+    pub runtime: EngineChoice,
+}
+
+/// The container engine to run, as kpt's `KPT_FN_RUNTIME` names it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// Unset: the first of docker, podman on `PATH`.
+    #[default]
+    FirstOnPath,
+    /// `docker`, `podman` or `nerdctl` (any letter case).
+    Named(String),
+    /// Any other value: each container step fails with kpt's message.
+    Unsupported(String),
+}
+
+impl EngineChoice {
+    /// Reads a `KPT_FN_RUNTIME` value as kpt does (empty means unset).
+    pub fn parse(value: &str) -> EngineChoice {
+        let lower = value.to_ascii_lowercase();
+        match lower.as_str() {
+            "" => EngineChoice::FirstOnPath,
+            "docker" | "podman" | "nerdctl" => EngineChoice::Named(lower),
+            _ => EngineChoice::Unsupported(value.to_owned()),
+        }
+    }
+}
+
+/// What a container function may reach beyond its input: kpt's `fn eval`
+/// flags `--network`, `--as-current-user`, `--mount` and `-e`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerAccess {
+    /// The host network instead of none.
+    pub network: bool,
+    /// `uid:gid` to run as instead of `nobody`.
+    pub user: Option<String>,
+    /// `--mount` options, passed to the engine as given.
+    pub mounts: Vec<String>,
+    /// `KEY=VALUE`, or `KEY` to export the host's value.
+    pub env: Vec<String>,
 }
 
 impl ContainerEvaluator {
@@ -26,12 +68,33 @@ impl ContainerEvaluator {
         if let Some(engine) = &self.engine {
             return Some(engine.clone());
         }
+        let candidates: Vec<&str> = match &self.runtime {
+            EngineChoice::FirstOnPath => vec!["docker", "podman"],
+            EngineChoice::Named(name) => vec![name.as_str()],
+            EngineChoice::Unsupported(_) => Vec::new(),
+        };
         let path = std::env::var_os("PATH")?;
-        ["docker", "podman"].iter().find_map(|name| {
+        candidates.iter().find_map(|name| {
             std::env::split_paths(&path)
                 .map(|dir| dir.join(name))
                 .find(|candidate| is_executable(candidate))
         })
+    }
+
+    /// Why no engine can run `image`, in kpt's words where kpt has them.
+    fn no_engine(&self, image: &str) -> EvalError {
+        match &self.runtime {
+            EngineChoice::FirstOnPath => EvalError::NotFound(format!(
+                "no container engine (docker or podman) found on PATH to run {image}"
+            )),
+            EngineChoice::Named(name) => EvalError::NotFound(format!(
+                "exec: \"{name}\": executable file not found in $PATH\n{name} must be installed."
+            )),
+            EngineChoice::Unsupported(value) => EvalError::ExecutionFailed(format!(
+                "unsupported runtime: {} the runtime must be either docker or podman",
+                super::builtin::sdk::go_quote(value)
+            )),
+        }
     }
 
     /// The engine arguments for `image`, as kpt builds them, with the
@@ -55,16 +118,28 @@ impl ContainerEvaluator {
             "-a",
             "STDERR",
             "--network",
-            "none",
+            if self.access.network { "host" } else { "none" },
             "--user",
-            "nobody",
+            self.access.user.as_deref().unwrap_or("nobody"),
             "--security-opt=no-new-privileges",
             "--name",
             name,
-            image,
         ]
         .iter()
         .map(|arg| (*arg).to_owned())
+        .chain(
+            self.access
+                .mounts
+                .iter()
+                .flat_map(|mount| ["--mount".to_owned(), mount.clone()]),
+        )
+        .chain(
+            self.access
+                .env
+                .iter()
+                .flat_map(|env| ["-e".to_owned(), env.clone()]),
+        )
+        .chain(std::iter::once(image.to_owned()))
         .collect()
     }
 }
@@ -93,9 +168,7 @@ impl Evaluator for ContainerEvaluator {
             return Err(EvalError::NotFound("containers only run images".to_owned()));
         };
         let Some(engine) = self.engine() else {
-            return Err(EvalError::NotFound(format!(
-                "no container engine (docker or podman) found on PATH to run {image}"
-            )));
+            return Err(self.no_engine(image));
         };
         let program = engine.to_string_lossy().into_owned();
         let name = container_name();
@@ -145,6 +218,7 @@ mod tests {
             pull_policy: Some("Never".to_owned()),
             engine: None,
             cancel: Cancel::new(),
+            ..ContainerEvaluator::default()
         };
         let args = evaluator.arguments("img:1", "krender-1-0");
         assert_eq!(args[..5], ["run", "--rm", "-i", "--pull", "never"]);
@@ -173,6 +247,7 @@ mod tests {
             pull_policy: None,
             engine: Some(engine),
             cancel: Cancel::new(),
+            ..ContainerEvaluator::default()
         };
         let request = FunctionRequest {
             target: FunctionTarget::Image("img:1"),
@@ -201,6 +276,7 @@ mod tests {
             pull_policy: None,
             engine: Some(PathBuf::from("/nonexistent/docker")),
             cancel: Cancel::new(),
+            ..ContainerEvaluator::default()
         };
         let request = FunctionRequest {
             target: FunctionTarget::Image("img:1"),
