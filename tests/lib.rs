@@ -4,6 +4,7 @@ mod builtins_fixtures;
 mod builtins_native;
 mod builtins_porch;
 mod cli_eval_dir;
+mod cli_kpt;
 mod cli_render;
 mod engine_actions;
 mod engine_cache;

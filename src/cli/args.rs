@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive), mirroring kpt's flags for the
 //! commands krender implements.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
@@ -49,8 +50,11 @@ pub enum Command {
     Watch(WatchArgs),
     /// Package revisions in a git repository: Draft → Proposed → Published.
     Rpkg(RpkgArgs),
-    /// Print the version.
+    /// Print krender's version and the kpt it follows.
     Version,
+    /// Any other command (`pkg`, `live`, `alpha`, ...): handed to kpt.
+    #[command(external_subcommand)]
+    Kpt(Vec<OsString>),
 }
 
 /// `krender watch`: the render flags plus the debounce.
@@ -76,6 +80,9 @@ pub enum FnCommand {
     Source(SourceArgs),
     /// Write a ResourceList from stdin into a directory.
     Sink(SinkArgs),
+    /// Any other function command (`doc`, ...): handed to kpt.
+    #[command(external_subcommand)]
+    Kpt(Vec<OsString>),
 }
 
 /// `krender layer ...`

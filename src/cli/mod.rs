@@ -5,6 +5,7 @@
 pub mod args;
 mod cache;
 mod eval;
+mod kpt;
 mod progress;
 mod render;
 mod rpkg;
@@ -21,6 +22,8 @@ use signals::Interrupts;
 
 /// Runs krender with the given command-line arguments and returns the exit code.
 pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
+    // Commands handed to kpt get the words as they were typed.
+    let words = args.get(1..).unwrap_or_default().to_vec();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => {
@@ -40,7 +43,7 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
     let command = std::thread::Builder::new()
         .name("krender".to_owned())
         .stack_size(crate::hydrate::WORKER_STACK_BYTES)
-        .spawn(move || run_command(cli));
+        .spawn(move || run_command(cli, &words));
     match command.map(std::thread::JoinHandle::join) {
         Ok(Ok(code)) => code,
         // The command's panic was printed by the panic hook.
@@ -53,7 +56,7 @@ pub fn run(args: Vec<std::ffi::OsString>) -> ExitCode {
 }
 
 /// Runs the parsed command and returns its exit code.
-fn run_command(cli: Cli) -> ExitCode {
+fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     // Not locked for the whole command, unlike stdout: the progress bar's
@@ -91,9 +94,19 @@ fn run_command(cli: Cli) -> ExitCode {
         }
         Command::Rpkg(args) => rpkg::run(&args, &mut out, &mut err),
         Command::Version => {
-            let _ = writeln!(out, "{}", env!("CARGO_PKG_VERSION"));
+            let _ = writeln!(
+                out,
+                "krender {}\nfollows kpt {} (command-line texts) and kpt's fn render e2e suite at {}",
+                env!("CARGO_PKG_VERSION"),
+                kpt::KPT_TEXTS,
+                kpt::KPT_E2E_COMMIT
+            );
             0
         }
+        Command::Kpt(_)
+        | Command::Fn {
+            command: FnCommand::Kpt(_),
+        } => kpt::hand_over(words, &mut err),
     };
     let _ = out.flush();
     let _ = err.flush();

@@ -78,9 +78,7 @@ fn resolve_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
         return Some(PathBuf::from(program));
     }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
+    crate::runtime::exec::on_path(program).next()
 }
 
 /// `path` and the blake3 of its bytes: a rebuilt executable gets new keys.

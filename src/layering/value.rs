@@ -621,7 +621,7 @@ mod tests {
         let mut text = String::from("l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
         for level in 1..10 {
             let previous = format!("*l{}", level - 1);
-            let items = vec![previous.as_str(); 10].join(", ");
+            let items = [previous.as_str(); 10].join(", ");
             text.push_str(&format!("l{level}: &l{level} [{items}]\n"));
         }
         let node = crate::yaml::parse_document(&text).unwrap().unwrap();

@@ -517,7 +517,7 @@ mod tests {
             .unwrap()
         };
         let kptfile = resource("Kptfile", "Kptfile", "0");
-        assert!(super::render_files(&[kptfile.clone()]).is_ok());
+        assert!(super::render_files(std::slice::from_ref(&kptfile)).is_ok());
         let error = super::render_files(&[kptfile, resource("ConfigMap", "Kptfile", "1")])
             .unwrap_err()
             .to_string();

@@ -4,7 +4,7 @@
 //! [`EvalError::NotFound`] saying so, so the chain can end with a clear
 //! message. The child process itself is run by `runtime::exec`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::cancel::Cancel;
 use super::exec::run_process;
@@ -73,12 +73,9 @@ impl ContainerEvaluator {
             EngineChoice::Named(name) => vec![name.as_str()],
             EngineChoice::Unsupported(_) => Vec::new(),
         };
-        let path = std::env::var_os("PATH")?;
-        candidates.iter().find_map(|name| {
-            std::env::split_paths(&path)
-                .map(|dir| dir.join(name))
-                .find(|candidate| is_executable(candidate))
-        })
+        candidates
+            .iter()
+            .find_map(|name| super::exec::on_path(name).next())
     }
 
     /// Why no engine can run `image`, in kpt's words where kpt has them.
@@ -154,12 +151,6 @@ fn container_name() -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 impl Evaluator for ContainerEvaluator {

@@ -28,6 +28,22 @@ pub struct ExecEvaluator {
     pub table: Arc<FunctionTable>,
 }
 
+/// Every executable file named `name` in the `PATH` directories, in order
+/// (what the shell would run first comes first).
+pub fn on_path(name: &str) -> impl Iterator<Item = std::path::PathBuf> + '_ {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(move |dir| dir.join(name))
+        .filter(|candidate| {
+            candidate
+                .metadata()
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
+}
+
 /// Splits an `exec:` string like a POSIX shell would (quotes and escapes,
 /// no expansion), as kpt's shlex split does.
 pub fn split_command(command: &str) -> Result<Vec<String>, EvalError> {

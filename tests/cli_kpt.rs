@@ -1,0 +1,111 @@
+//! Commands krender does not implement are handed to the real kpt, with
+//! the same arguments, standard streams and exit code; `version` names the
+//! kpt krender follows.
+
+use crate::support::krender_command;
+use std::io::Write;
+use std::process::Stdio;
+
+/// A `bin/` holding a fake kpt that prints its arguments and stdin, and
+/// exits 3.
+fn fake_kpt() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let temp = tempfile::tempdir().unwrap();
+    let kpt = temp.path().join("kpt");
+    std::fs::write(
+        &kpt,
+        "#!/bin/sh\necho \"kpt got: $*\"\ncat\necho \"to stderr\" >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&kpt, std::fs::Permissions::from_mode(0o755)).unwrap();
+    temp
+}
+
+#[test]
+fn other_commands_go_to_kpt_unchanged() {
+    let bin = fake_kpt();
+    for args in [
+        &["pkg", "get", "https://example.com/repo.git/pkg@v1", "dst"][..],
+        &[
+            "--truncate-output=false",
+            "live",
+            "apply",
+            "--reconcile-timeout=2m",
+        ][..],
+        &["fn", "doc", "--image", "set-namespace:v0.4"][..],
+        &["alpha", "rpkg", "get"][..],
+    ] {
+        let mut child = krender_command()
+            .args(args)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.path().display()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"piped input\n")
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(3), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            format!("kpt got: {}\npiped input\n", args.join(" "))
+        );
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "to stderr\n");
+    }
+}
+
+#[test]
+fn without_kpt_the_message_names_the_command() {
+    let empty = tempfile::tempdir().unwrap();
+    let output = krender_command()
+        .args(["pkg", "init", "x"])
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`kpt pkg init` is not implemented by krender")
+            && stderr.contains("no kpt was found on PATH"),
+        "{stderr}"
+    );
+    // A `kpt` that is krender itself (`ln -s krender kpt`) is not taken
+    // for kpt: no loop.
+    let link = empty.path().join("kpt");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_krender"), &link).unwrap();
+    let output = krender_command()
+        .args(["pkg", "init", "x"])
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no kpt was found on PATH"));
+    let output = krender_command()
+        .args(["pkg", "init", "x"])
+        .env("KRENDER_KPT", &link)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("is krender again"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn version_names_the_kpt_followed() {
+    let output = krender_command().arg("version").output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.starts_with(&format!("krender {}\n", env!("CARGO_PKG_VERSION")))
+            && stdout.contains("follows kpt 1.0.0-beta.56"),
+        "{stdout}"
+    );
+}
