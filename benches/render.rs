@@ -263,7 +263,6 @@ fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, Str
     let context = RenderContext {
         root: root.to_path_buf(),
         options: RenderOptions {
-            in_place: false,
             ..RenderOptions::default()
         },
         save_on_failure: false,

@@ -832,3 +832,111 @@ fn truncate_output_may_come_before_the_subcommand() {
     assert!(stderr.contains("    line6\n"), "{stderr}");
     assert!(!stderr.contains("truncated"), "{stderr}");
 }
+
+/// `fn render --check`: nothing is written; a unified diff of every file an
+/// in-place render would change, exit 1; exit 0 and no diff on a rendered
+/// tree (the Kptfile's status, which a second render rewrites, aside).
+#[test]
+fn check_prints_the_diff_and_writes_nothing() {
+    let temp = tempfile::tempdir().unwrap();
+    let cache = temp.path().join("cache");
+    let pkg = temp.path().join("hello");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/example/hello"),
+        &pkg,
+    );
+    let run = |args: &[&str]| {
+        let output = krender_command()
+            .current_dir(temp.path())
+            .env("KRENDER_CACHE_DIR", &cache)
+            .args(["fn", "render", "hello"])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let before = snapshot(&pkg);
+    let (code, diff, stderr) = run(&["--check"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(snapshot(&pkg), before, "--check wrote");
+    for file in ["deployment.yaml", "service.yaml"] {
+        assert!(
+            diff.contains(&format!("--- a/hello/{file}\n+++ b/hello/{file}\n")),
+            "{file} not in {diff}"
+        );
+    }
+    // Only its status would change: not compared.
+    assert!(!diff.contains("Kptfile"), "{diff}");
+    assert!(diff.contains("+  namespace: staging\n"), "{diff}");
+    assert!(stderr.ends_with("2 file(s) would change: the package is not rendered (run `krender fn render` without --check)\n"), "{stderr}");
+    // The diff is the render: applied with git, the tree checks clean,
+    // and equals the rendered tree apart from the status.
+    let status = std::process::Command::new("git")
+        .args(["apply", "-"])
+        .current_dir(temp.path())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(diff.as_bytes())?;
+            child.wait()
+        })
+        .unwrap();
+    assert!(status.success());
+    let (code, diff, _) = run(&["--check"]);
+    assert_eq!((code, diff.as_str()), (Some(0), ""));
+    // A one-line edit shows as that one hunk.
+    let service = pkg.join("service.yaml");
+    let text = std::fs::read_to_string(&service).unwrap();
+    std::fs::write(
+        &service,
+        text.replace("namespace: staging", "namespace: prod"),
+    )
+    .unwrap();
+    let (code, diff, _) = run(&["--check"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        diff.contains("-  namespace: prod\n+  namespace: staging\n")
+            && !diff.contains("deployment.yaml"),
+        "{diff}"
+    );
+    let (code, _, stderr) = run(&["--check", "-o", "stdout"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("'--check' cannot be used with '--output"),
+        "{stderr}"
+    );
+}
+
+/// A clean `--check` is recorded for the next check, never for an in-place
+/// render: that one still rewrites the status as kpt does.
+#[test]
+fn a_clean_check_does_not_answer_an_in_place_render() {
+    let temp = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/example/hello");
+    let render = |pkg: &Path, cache: &Path, args: &[&str]| {
+        let output = krender_command()
+            .env("KRENDER_CACHE_DIR", cache)
+            .args(["fn", "render"])
+            .arg(pkg)
+            .args(args)
+            .output()
+            .unwrap();
+        output.status.code()
+    };
+    let (a, b) = (temp.path().join("a/hello"), temp.path().join("b/hello"));
+    copy_dir(&example, &a);
+    copy_dir(&example, &b);
+    let (cache_a, cache_b) = (temp.path().join("cache-a"), temp.path().join("cache-b"));
+    assert_eq!(render(&a, &cache_a, &[]), Some(0));
+    assert_eq!(render(&b, &cache_b, &[]), Some(0));
+    assert_eq!(render(&a, &cache_a, &["--check"]), Some(0));
+    assert_eq!(render(&a, &cache_a, &["--check"]), Some(0));
+    assert_eq!(render(&a, &cache_a, &[]), Some(0));
+    assert_eq!(render(&b, &cache_b, &[]), Some(0));
+    assert_eq!(snapshot(&a), snapshot(&b));
+}

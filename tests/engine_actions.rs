@@ -310,7 +310,6 @@ fn session(
     let context = RenderContext {
         root: root.to_path_buf(),
         options: krender::hydrate::RenderOptions {
-            in_place: false,
             ..krender::hydrate::RenderOptions::default()
         },
         save_on_failure: false,

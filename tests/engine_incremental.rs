@@ -84,7 +84,6 @@ fn context(root: &Path) -> RenderContext {
     RenderContext {
         root: root.to_path_buf(),
         options: RenderOptions {
-            in_place: false,
             ..RenderOptions::default()
         },
         save_on_failure: false,

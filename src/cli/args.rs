@@ -32,7 +32,7 @@ pub enum Command {
         command: FnCommand,
     },
     /// Short for `fn render`.
-    Render(RenderArgs),
+    Render(FnRenderArgs),
     /// Deckhand-style document layering.
     Layer {
         /// The layering command.
@@ -73,7 +73,7 @@ pub struct WatchArgs {
 #[derive(Debug, Subcommand)]
 pub enum FnCommand {
     /// Render a package in place: run the pipelines of every Kptfile.
-    Render(RenderArgs),
+    Render(FnRenderArgs),
     /// Run one function on a package or on a ResourceList from stdin.
     Eval(EvalArgs),
     /// Print a package as a ResourceList.
@@ -96,7 +96,24 @@ pub enum LayerCommand {
     },
 }
 
-/// Flags of `fn render`.
+/// `fn render`: kpt's flags, and two CI verbs kpt does not have.
+#[derive(Debug, Args)]
+pub struct FnRenderArgs {
+    /// kpt's flags.
+    #[command(flatten)]
+    pub render: RenderArgs,
+    /// Render without writing anything; print a unified diff of every file
+    /// an in-place render would change and exit 1, or exit 0 when the tree
+    /// is already rendered (krender-only).
+    #[arg(long = "check", conflicts_with = "output")]
+    pub check: bool,
+    /// Write each step's input and output ResourceList and its results
+    /// into DIR, per package (krender-only).
+    #[arg(long = "trace", value_name = "DIR")]
+    pub trace: Option<PathBuf>,
+}
+
+/// Flags of `fn render` that `watch` shares.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
     /// Package to render (default: the current directory).

@@ -718,13 +718,16 @@ fn run_on_package(
         Ran::Interrupted(code) => return code,
     };
     let written = match &output {
-        Output::InPlace => crate::pkg::writer::plan_package(&root, &resources, &files_read)
-            .map_err(|error| error.to_string())
-            .and_then(|changes| {
-                crate::pkg::commit::commit(&root, &changes, super::durability())
-                    .map(|_| ())
-                    .map_err(|error| error.to_string())
-            }),
+        // `--check` is a flag of `fn render` only.
+        Output::InPlace | Output::Check => {
+            crate::pkg::writer::plan_package(&root, &resources, &files_read)
+                .map_err(|error| error.to_string())
+                .and_then(|changes| {
+                    crate::pkg::commit::commit(&root, &changes, super::durability())
+                        .map(|_| ())
+                        .map_err(|error| error.to_string())
+                })
+        }
         Output::Stdout => {
             let _ = out.write_all(bridge::resource_list_text(&resources).as_bytes());
             Ok(())

@@ -69,7 +69,7 @@ fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
             command: FnCommand::Render(mut args),
         }
         | Command::Render(mut args) => {
-            args.truncate_output = truncate_output;
+            args.render.truncate_output = truncate_output;
             render::run(&args, &Interrupts::install(), &mut out, &mut err)
         }
         Command::Fn {

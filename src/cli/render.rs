@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::args::RenderArgs;
+use super::args::{FnRenderArgs, RenderArgs};
 use super::progress::{self, AboveBar};
 use super::signals::Interrupts;
 use crate::engine::actions::ActionCache;
@@ -89,11 +89,12 @@ pub(super) fn output_mode(output: Option<&str>) -> Output {
 
 /// Runs `fn render` and returns the exit code.
 pub(super) fn run(
-    args: &RenderArgs,
+    command: &FnRenderArgs,
     interrupts: &Interrupts,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
+    let args = &command.render;
     if let Some(report) = super::image_pull_policy_error(args.image_pull_policy.as_deref()) {
         print_report(&report, err);
         return 1;
@@ -103,7 +104,11 @@ pub(super) fn run(
         return 1;
     }
     let root = resolve_package_path(args.pkg_path.as_deref().unwrap_or(Path::new(".")));
-    let output = output_mode(args.output.as_deref());
+    let output = if command.check {
+        Output::Check
+    } else {
+        output_mode(args.output.as_deref())
+    };
     if let (Output::Dir(dir), Some(given)) = (&output, args.output.as_deref())
         && dir.exists()
     {
@@ -205,13 +210,15 @@ fn render_and_apply(
     let phase = std::time::Instant::now();
     // A warm, unchanged tree is answered from its manifest (engine::manifest).
     let manifest = match (&cache_dir, output, results_dir) {
-        (Some(dir), Output::InPlace | Output::Stdout | Output::Unwrap, None) => {
-            ManifestCheck::new(dir, root, args)
+        (Some(dir), Output::InPlace | Output::Check | Output::Stdout | Output::Unwrap, None) => {
+            ManifestCheck::new(dir, root, args, *output == Output::Check)
         }
         _ => None,
     };
     if let Some(check) = &manifest
-        && let Some(hit) = manifest::lookup(&check.dir, &check.key, &check.tree)
+        && let Some(hit) = std::iter::once(&check.key)
+            .chain(&check.also_answers)
+            .find_map(|key| manifest::lookup(&check.dir, key, &check.tree))
     {
         tracing::debug!(target: "krender::manifest", root = %root.display(), "manifest hit");
         stats.manifest_hit = true;
@@ -229,8 +236,7 @@ fn render_and_apply(
             return 1;
         }
     };
-    let (context, cached) =
-        render_context(args, root, &kptfile, output, cache_dir, interrupts.cancel());
+    let (context, cached) = render_context(args, root, &kptfile, cache_dir, interrupts.cancel());
     let bar = progress::bar(args.quiet);
     let progress = bar.as_ref().map(progress::callback);
     let mut err = AboveBar::new(err, bar.clone());
@@ -265,6 +271,18 @@ fn render_and_apply(
     stats.phases.write_ms = phase.elapsed().as_millis();
     stats.files_written = written.files.len();
     stats.bytes_written = written.bytes;
+    if let (Ok(()), Some(planned)) = (&applied, written.planned.take())
+        && !planned.is_empty()
+    {
+        // `--check` found work: the diff, and no manifest (the tree is not
+        // rendered).
+        let files = print_diff(root, &planned, &mut out);
+        let _ = writeln!(
+            err,
+            "{files} file(s) would change: the package is not rendered (run `krender fn render` without --check)"
+        );
+        return 1;
+    }
     match applied {
         Ok(()) => {
             let pure = cached.as_ref().is_some_and(Caches::all_pure);
@@ -290,6 +308,59 @@ fn render_and_apply(
             1
         }
     }
+}
+
+/// Prints `changes` against the files on disk as a unified diff (`a/` and
+/// `b/` paths relative to the working directory, as `git diff` prints
+/// them, so `git apply` takes it); returns how many files differ.
+fn print_diff(root: &Path, changes: &crate::pkg::commit::Changes, out: &mut dyn Write) -> usize {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let shown = |relative: &str| {
+        let path = root.join(relative);
+        path.strip_prefix(&cwd)
+            .map(Path::to_path_buf)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    };
+    let read = |relative: &str| std::fs::read(root.join(relative)).ok();
+    let writes = changes
+        .writes()
+        .iter()
+        .map(|(relative, new)| (relative, read(relative), Some(new.clone())));
+    let deletes = changes
+        .deletes()
+        .iter()
+        .map(|relative| (relative, read(relative), None));
+    let mut count = 0;
+    for (relative, old, new) in writes.chain(deletes) {
+        let name = shown(relative);
+        let old_name = if old.is_some() {
+            format!("a/{name}")
+        } else {
+            "/dev/null".to_owned()
+        };
+        let new_name = if new.is_some() {
+            format!("b/{name}")
+        } else {
+            "/dev/null".to_owned()
+        };
+        let old = String::from_utf8_lossy(old.as_deref().unwrap_or_default()).into_owned();
+        let new = String::from_utf8_lossy(new.as_deref().unwrap_or_default()).into_owned();
+        let diff = similar::TextDiff::from_lines(&old, &new);
+        let _ = writeln!(out, "diff --git a/{name} b/{name}");
+        let _ = write!(
+            out,
+            "{}",
+            diff.unified_diff()
+                .context_radius(3)
+                .missing_newline_hint(true)
+                .header(&old_name, &new_name)
+        );
+        count += 1;
+    }
+    let _ = out.flush();
+    count
 }
 
 /// After a render whose failing step ran as one of krender's builtins: a
@@ -363,7 +434,6 @@ pub(super) fn render_context(
     args: &RenderArgs,
     root: &Path,
     kptfile: &Kptfile,
-    output: &Output,
     cache_dir: Option<PathBuf>,
     cancel: &Cancel,
 ) -> (RenderContext, Option<Caches>) {
@@ -375,7 +445,6 @@ pub(super) fn render_context(
             .image_prefix
             .clone()
             .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned()),
-        in_place: *output == Output::InPlace,
         jobs: args.jobs,
         cancel: cancel.clone(),
         attribution: super::attribution_enabled(),
@@ -463,47 +532,58 @@ impl Write for Tee<'_> {
 struct ManifestCheck {
     dir: PathBuf,
     key: String,
+    /// Another key whose record answers this render too: a no-change
+    /// in-place render's answers `--check` (not the other way round: a
+    /// check ignores the status an in-place render would rewrite).
+    also_answers: Option<String>,
     tree: TreeSnapshot,
     files: FileStamps,
     root: PathBuf,
 }
 
 impl ManifestCheck {
-    fn new(dir: &Path, root: &Path, args: &RenderArgs) -> Option<ManifestCheck> {
+    fn new(dir: &Path, root: &Path, args: &RenderArgs, check: bool) -> Option<ManifestCheck> {
         let mut files = FileStamps::default();
         let reader = files.reader();
         let tree = TreeSnapshot::scan_with(root, |path| reader.read(path)).ok()?;
         let seen = reader.into_seen();
         files.replace(seen);
         let config_path = super::config_path();
-        let key = RenderKey {
-            root,
-            output: args.output.as_deref().unwrap_or(""),
-            flags: vec![
-                ("allow-exec", args.allow_exec.to_string()),
-                ("allow-alpha-wasm", args.allow_wasm.to_string()),
-                ("allow-network", args.allow_network.to_string()),
-                ("truncate-output", args.truncate_output.to_string()),
-                (
-                    "image-prefix",
-                    args.image_prefix.clone().unwrap_or_default(),
-                ),
-                (
-                    "image-pull-policy",
-                    args.image_pull_policy.clone().unwrap_or_default(),
-                ),
-                // The attribution annotation is added to what is written.
-                (
-                    "KRM_DISABLE_ATTRIBUTION",
-                    (!super::attribution_enabled()).to_string(),
-                ),
-            ],
-            config: std::fs::read_to_string(config_path).ok(),
-        }
-        .digest();
+        let key = |check: bool| {
+            RenderKey {
+                root,
+                output: if check {
+                    "--check"
+                } else {
+                    args.output.as_deref().unwrap_or("")
+                },
+                flags: vec![
+                    ("allow-exec", args.allow_exec.to_string()),
+                    ("allow-alpha-wasm", args.allow_wasm.to_string()),
+                    ("allow-network", args.allow_network.to_string()),
+                    ("truncate-output", args.truncate_output.to_string()),
+                    (
+                        "image-prefix",
+                        args.image_prefix.clone().unwrap_or_default(),
+                    ),
+                    (
+                        "image-pull-policy",
+                        args.image_pull_policy.clone().unwrap_or_default(),
+                    ),
+                    // The attribution annotation is added to what is written.
+                    (
+                        "KRM_DISABLE_ATTRIBUTION",
+                        (!super::attribution_enabled()).to_string(),
+                    ),
+                ],
+                config: std::fs::read_to_string(&config_path).ok(),
+            }
+            .digest()
+        };
         Some(ManifestCheck {
             dir: manifest::store_dir(dir),
-            key,
+            key: key(check),
+            also_answers: check.then(|| key(false)),
             tree,
             files,
             root: root.to_path_buf(),

@@ -67,14 +67,8 @@ pub(super) fn run(
         }
     };
     let cache_dir = render_args.cache.options().resolved_dir();
-    let (context, cached) = render_context(
-        render_args,
-        &root,
-        &kptfile,
-        &output,
-        cache_dir,
-        interrupts.cancel(),
-    );
+    let (context, cached) =
+        render_context(render_args, &root, &kptfile, cache_dir, interrupts.cancel());
     let mut session = RenderSession::new(context, render_args.jobs);
 
     // Each rebuild rewrites results.yaml, as a render would.

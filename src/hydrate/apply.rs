@@ -31,6 +31,10 @@ pub enum Output {
     Unwrap,
     /// `-o DIR`: a new directory.
     Dir(PathBuf),
+    /// `--check`: rendered as in place, but nothing is written, not even
+    /// the status; what an in-place render would change (apart from the
+    /// Kptfile's status) is left in [`Written::planned`].
+    Check,
 }
 
 /// A failure while writing the outcome.
@@ -92,6 +96,9 @@ pub struct Written {
     pub files: Vec<(PathBuf, blake3::Hash)>,
     /// The bytes written in all.
     pub bytes: u64,
+    /// Under [`Output::Check`], what an in-place render would have
+    /// committed (only files whose bytes differ).
+    pub planned: Option<commit::Changes>,
 }
 
 impl Written {
@@ -121,12 +128,13 @@ pub fn apply_recording(
     written: &mut Written,
 ) -> Result<(), ApplyError> {
     let _span = tracing::info_span!("apply").entered();
-    let in_place = *output == Output::InPlace;
+    let in_place = matches!(output, Output::InPlace | Output::Check);
+    let check = *output == Output::Check;
     let root = outcome.root.clone();
     if let Some(error) = &outcome.error
         && !outcome.save_on_failure
     {
-        if in_place {
+        if in_place && !check {
             commit_status_only(&root, &outcome, Some(error), written);
         }
         save_results(results_dir, &outcome, log);
@@ -162,7 +170,7 @@ pub fn apply_recording(
     };
     let mut resources = resources;
     if let Err(message) = adjust_paths(&root, &mut resources) {
-        if in_place {
+        if in_place && !check {
             let error = HydrateError::plain(&root, &message, Report::Error(message.clone()));
             commit_status_only(&root, &outcome, Some(&error), written);
         }
@@ -199,11 +207,19 @@ pub fn apply_recording(
                 }
             }
         }
-        stage_status(&root, &outcome, outcome.error.as_ref(), &mut changes);
-        commit::commit(&root, &changes, outcome.durability).map_err(|error| ApplyError::Write {
-            message: format!("failed to save resources: {error}"),
-        })?;
-        written.record(&root, &changes);
+        if check {
+            // The status says how the last render went, not what it made:
+            // a second render rewrites it even on a rendered tree.
+            written.planned = Some(changes);
+        } else {
+            stage_status(&root, &outcome, outcome.error.as_ref(), &mut changes);
+            commit::commit(&root, &changes, outcome.durability).map_err(|error| {
+                ApplyError::Write {
+                    message: format!("failed to save resources: {error}"),
+                }
+            })?;
+            written.record(&root, &changes);
+        }
         let summary = if outcome.error.is_none() {
             format!(
                 "Successfully executed {} function(s) in {} package(s).\n",
@@ -233,7 +249,7 @@ pub fn apply_recording(
                 write_out_dir(dir, &resources, outcome.durability)?;
                 String::new()
             }
-            Output::InPlace => String::new(),
+            Output::InPlace | Output::Check => String::new(),
         };
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();

@@ -71,8 +71,6 @@ pub struct RenderOptions {
     pub image_prefix: String,
     /// Deadline for one function call.
     pub timeout: Duration,
-    /// True when rendering in place (no `-o`).
-    pub in_place: bool,
     /// `--jobs`: threads for the packages of one BFS level (default: one
     /// per core).
     pub jobs: Option<usize>,
@@ -96,7 +94,6 @@ impl Default for RenderOptions {
             truncate_output: true,
             image_prefix: kptfile::DEFAULT_IMAGE_PREFIX.to_owned(),
             timeout: crate::runtime::config::DEFAULT_TIMEOUT,
-            in_place: true,
             jobs: None,
             cancel: Cancel::new(),
             attribution: true,
