@@ -940,3 +940,81 @@ fn a_clean_check_does_not_answer_an_in_place_render() {
     assert_eq!(render(&b, &cache_b, &[]), Some(0));
     assert_eq!(snapshot(&a), snapshot(&b));
 }
+
+/// `fn render --trace DIR` keeps each step's wire input, output, stderr,
+/// exit code and results, per package; a builtin's are the ResourceLists
+/// the real function would have read and written.
+#[test]
+fn trace_keeps_every_step() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("hello");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/example/hello"),
+        &pkg,
+    );
+    let trace = temp.path().join("trace");
+    let (code, stderr) = krender_in(temp.path(), &["fn", "render", "hello", "--trace", "trace"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let files: Vec<String> = snapshot(&trace).into_keys().collect();
+    assert_eq!(
+        files,
+        [
+            "hello/01-mutator-set-namespace/input.yaml",
+            "hello/01-mutator-set-namespace/output.yaml",
+            "hello/01-mutator-set-namespace/results.yaml",
+            "hello/02-mutator-set-labels/input.yaml",
+            "hello/02-mutator-set-labels/output.yaml",
+            "hello/02-mutator-set-labels/results.yaml",
+        ]
+    );
+    let read = |file: &str| std::fs::read_to_string(trace.join("hello").join(file)).unwrap();
+    let input = read("01-mutator-set-namespace/input.yaml");
+    assert!(input.starts_with("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"));
+    assert!(input.contains("functionConfig:"), "{input}");
+    // The two resources got their namespace in this step.
+    let staged = |text: &str| text.matches("namespace: staging\n").count();
+    assert_eq!(
+        staged(&read("01-mutator-set-namespace/output.yaml")),
+        staged(&input) + 2
+    );
+    assert!(
+        read("01-mutator-set-namespace/results.yaml")
+            .contains("namespace [default] updated to \"staging\"")
+    );
+    // The directory must be new or empty.
+    let (code, stderr) = krender_in(temp.path(), &["fn", "render", "hello", "--trace", "trace"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("--trace directory \"trace\" is not empty"),
+        "{stderr}"
+    );
+
+    // A failing step: its stderr and exit code.
+    let failing = temp.path().join("exec-fail");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render/exec-fail"),
+        &failing,
+    );
+    let (code, _) = krender_in(
+        temp.path(),
+        &[
+            "fn",
+            "render",
+            "exec-fail",
+            "--allow-exec",
+            "--trace",
+            "trace2",
+        ],
+    );
+    assert_eq!(code, Some(1));
+    let step = temp.path().join("trace2/exec-fail/01-mutator-sh");
+    assert_eq!(
+        std::fs::read_to_string(step.join("stderr.txt")).unwrap(),
+        "line1\nline2\nline3\nline4\nline5\nline6\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(step.join("exit-code.txt")).unwrap(),
+        "3\n"
+    );
+    assert!(step.join("input.yaml").exists());
+}

@@ -117,6 +117,17 @@ pub(super) fn run(
         print_report(&Report::Command(message), err);
         return 1;
     }
+    if let Some(trace) = &command.trace
+        && std::fs::read_dir(trace).is_ok_and(|mut entries| entries.next().is_some())
+    {
+        // Steps of an earlier render left beside this one's would mislead.
+        let message = format!(
+            "--trace directory {:?} is not empty, please delete it or name another",
+            trace.display().to_string()
+        );
+        print_report(&Report::Command(message), err);
+        return 1;
+    }
     let results_dir = args.results_dir.as_ref().map(|dir| absolute(dir));
     // Lifecycle (issue 8): lock the package and recover interrupted commits
     // before reading it; the lock is released when `_session` drops.
@@ -129,8 +140,10 @@ pub(super) fn run(
     };
     let started = std::time::Instant::now();
     let mut stats = RenderStats::default();
+    let trace = command.trace.as_deref().map(absolute);
     let code = render_and_apply(
         args,
+        trace,
         &root,
         &output,
         results_dir.as_deref(),
@@ -198,6 +211,7 @@ impl RenderStats {
 #[allow(clippy::too_many_arguments)]
 fn render_and_apply(
     args: &RenderArgs,
+    trace: Option<PathBuf>,
     root: &Path,
     output: &Output,
     results_dir: Option<&Path>,
@@ -206,7 +220,12 @@ fn render_and_apply(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    let cache_dir = args.cache.options().resolved_dir();
+    // A trace shows steps running: nothing is answered from a cache.
+    let cache_dir = args
+        .cache
+        .options()
+        .resolved_dir()
+        .filter(|_| trace.is_none());
     let phase = std::time::Instant::now();
     // A warm, unchanged tree is answered from its manifest (engine::manifest).
     let manifest = match (&cache_dir, output, results_dir) {
@@ -236,7 +255,9 @@ fn render_and_apply(
             return 1;
         }
     };
-    let (context, cached) = render_context(args, root, &kptfile, cache_dir, interrupts.cancel());
+    let (mut context, cached) =
+        render_context(args, root, &kptfile, cache_dir, interrupts.cancel());
+    context.options.trace = trace;
     let bar = progress::bar(args.quiet);
     let progress = bar.as_ref().map(progress::callback);
     let mut err = AboveBar::new(err, bar.clone());

@@ -29,6 +29,7 @@ use crate::pkg::kptfile::{self, Function, Kptfile, KptfileError};
 use crate::pkg::tree;
 use crate::runtime::cancel::Cancel;
 use crate::runtime::function_filter::SettledList;
+use crate::runtime::trace::{TracingEvaluator, write_trace_file};
 use crate::runtime::{EvalError, Evaluator, FunctionTarget};
 use crate::yaml::node::{Node, Style};
 
@@ -84,6 +85,9 @@ pub struct RenderOptions {
     pub native: crate::runtime::function_filter::NativeMode,
     /// Whether writing the output flushes it to the disk.
     pub durability: crate::pkg::commit::Durability,
+    /// `--trace DIR`: every step's wire input, output, stderr and results
+    /// are kept under `DIR/<package>/<NN>-<kind>-<function>/`.
+    pub trace: Option<PathBuf>,
 }
 
 impl Default for RenderOptions {
@@ -99,6 +103,7 @@ impl Default for RenderOptions {
             attribution: true,
             native: Default::default(),
             durability: Default::default(),
+            trace: None,
         }
     }
 }
@@ -279,6 +284,8 @@ struct Hydrator<'a, 'w> {
     /// What the last step that ran knew of its output, if it was a settled
     /// native step (see [`SettledList`]).
     settled_output: Option<SettledList>,
+    /// Steps run so far in the current package (names `--trace` dirs).
+    steps_in_package: usize,
 }
 
 /// What the engine computed ahead of the walk.
@@ -582,6 +589,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             bfs_memo: None,
             input_checked: false,
             settled_output: None,
+            steps_in_package: 0,
         }
     }
 
@@ -917,6 +925,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         let display = self.display(pkg);
         self.printer.package(&display);
         self.input_checked = false;
+        self.steps_in_package = 0;
         let pipeline = &node.kptfile.pipeline;
         if pipeline.is_empty() {
             if let Err(message) = check_all_krm(&input) {
@@ -1251,6 +1260,19 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             function_config: step.config.as_ref(),
             in_pipeline: step.mutator,
         };
+        self.steps_in_package += 1;
+        let trace_dir = self.options.trace.as_ref().map(|dir| {
+            dir.join(self.display(pkg))
+                .join(trace_step_name(self.steps_in_package, step))
+        });
+        let traced = trace_dir.as_ref().map(|dir| TracingEvaluator {
+            inner: evaluator,
+            dir: dir.clone(),
+        });
+        let evaluator: &dyn Evaluator = match &traced {
+            Some(traced) => traced,
+            None => evaluator,
+        };
         let run = match bridge::run_filter(
             evaluator,
             target,
@@ -1283,6 +1305,14 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             Err(_) => Vec::new(),
         };
         check_output(&mut output, &pkg.display().to_string()).map_err(CallError::NotRecorded)?;
+        if let (Some(dir), Some(results)) = (&trace_dir, &run.results)
+            && let Err(error) = write_trace_file(
+                &dir.join("results.yaml"),
+                crate::yaml::to_string(results, crate::yaml::SeqIndent::Wide).as_bytes(),
+            )
+        {
+            return Err(CallError::NotRecorded(error.to_string()));
+        }
         match ResultItems::from_node(run.results.as_ref()) {
             Ok(items) => fn_result.results = items,
             Err(message) => return Err(CallError::NotRecorded(message)),
@@ -1360,6 +1390,35 @@ impl PreparedStep {
             &self.image
         }
     }
+}
+
+/// A step's `--trace` directory name: its place in the package's
+/// pipeline, mutator or validator, and the function's short name.
+fn trace_step_name(number: usize, step: &PreparedStep) -> String {
+    let kind = if step.mutator { "mutator" } else { "validator" };
+    let name = if step.image.is_empty() {
+        let program = step
+            .function
+            .exec
+            .split_whitespace()
+            .next()
+            .unwrap_or("exec");
+        program.rsplit('/').next().unwrap_or(program)
+    } else {
+        let (name, _) = crate::runtime::builtin::split_image(&step.image);
+        name.rsplit('/').next().unwrap_or(name)
+    };
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{number:02}-{kind}-{name}")
 }
 
 fn pre_exec_failure(function: &Function, prefix: &str, message: &str) -> StepRecord {

@@ -125,3 +125,4 @@ pub mod config;
 pub mod container;
 pub mod exec;
 pub mod function_filter;
+pub mod trace;
