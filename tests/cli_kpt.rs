@@ -109,3 +109,52 @@ fn version_names_the_kpt_followed() {
         "{stdout}"
     );
 }
+
+/// `completions SHELL` prints a script the shell loads; `man` a roff page.
+#[test]
+fn completions_and_man_page() {
+    let output = krender_command()
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let script = temp_file(&output.stdout);
+    let loaded = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {} && complete -p krender",
+            script.path().display()
+        ))
+        .output()
+        .unwrap();
+    let registered = String::from_utf8_lossy(&loaded.stdout);
+    assert!(
+        registered.starts_with("complete ") && registered.ends_with(" -F _krender krender\n"),
+        "{registered}{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    for shell in ["zsh", "fish", "powershell", "elvish"] {
+        let output = krender_command()
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{shell}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("render"),
+            "{shell}"
+        );
+    }
+    let output = krender_command().arg("man").output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        page.contains(".TH krender 1") && page.contains(".SH SUBCOMMANDS"),
+        "{page}"
+    );
+}
+
+fn temp_file(bytes: &[u8]) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(bytes).unwrap();
+    file
+}

@@ -199,7 +199,7 @@ fn cache_stats_and_clear() {
     let stats = cache_cmd("stats");
     assert_eq!(stats.status.code(), Some(0));
     let text = String::from_utf8(stats.stdout).unwrap();
-    assert!(text.contains("entries: 3\n"), "{text}");
+    assert!(text.contains("function results: 3 entries, "), "{text}");
     // The size is the stored values' (cacache's own `write_sync` indexes 0).
     let stored: usize = cacache::index::ls(&cache)
         .map(|entry| {
@@ -209,9 +209,9 @@ fn cache_stats_and_clear() {
         })
         .sum();
     assert!(stored > 0);
-    assert!(text.contains(&format!("bytes: {stored}\n")), "{text}");
+    assert!(text.contains(&format!("B ({stored} bytes)\n")), "{text}");
     // The subpackage's run (the root's is never stored).
-    assert!(text.contains("package runs: 1 ("), "{text}");
+    assert!(text.contains("package runs: 1, "), "{text}");
     // Nothing is 30 days old; everything is older than 0 days. Three
     // function results, the stdout render's manifest and the package run.
     let prune = |days: &str| {
@@ -227,11 +227,17 @@ fn cache_stats_and_clear() {
     std::thread::sleep(std::time::Duration::from_millis(5));
     assert_eq!(prune("0"), "removed 5 entries, kept 0\n");
     let text = String::from_utf8(cache_cmd("stats").stdout).unwrap();
-    assert!(text.contains("entries: 0\n"), "{text}");
+    assert!(
+        text.contains("function results: 0 entries, 0 B (0 bytes)\n"),
+        "{text}"
+    );
     assert_eq!(render(&pkg, &cache, &[]).status.code(), Some(0));
     assert_eq!(cache_cmd("clear").status.code(), Some(0));
     let text = String::from_utf8(cache_cmd("stats").stdout).unwrap();
-    assert!(text.contains("entries: 0\n"), "{text}");
+    assert!(
+        text.contains("function results: 0 entries, 0 B (0 bytes)\n"),
+        "{text}"
+    );
 }
 
 /// The per-root manifest: a render that leaves the tree as it found it is

@@ -52,6 +52,14 @@ pub enum Command {
     Rpkg(RpkgArgs),
     /// Print krender's version and the kpt it follows.
     Version,
+    /// Print a shell completion script (krender-only).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page, in roff (krender-only): `krender man > krender.1`.
+    Man,
     /// Any other command (`pkg`, `live`, `alpha`, ...): handed to kpt.
     #[command(external_subcommand)]
     Kpt(Vec<OsString>),

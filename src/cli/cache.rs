@@ -32,11 +32,16 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
                     source: cacache::Error::IoError(error, "reading package runs".to_owned()),
                 }
             })?;
+            let size = |bytes: u64| format!("{} ({bytes} bytes)", indicatif::HumanBytes(bytes));
             let _ = writeln!(out, "cache: {}", dir.display());
-            let _ = writeln!(out, "entries: {}", summary.entries);
-            let _ = writeln!(out, "bytes: {}", summary.bytes);
-            let _ = writeln!(out, "manifests: {}", manifests.entries);
-            let _ = writeln!(out, "package runs: {runs} ({run_bytes} bytes)");
+            let _ = writeln!(
+                out,
+                "function results: {} entries, {}",
+                summary.entries,
+                size(summary.bytes)
+            );
+            let _ = writeln!(out, "render manifests: {}", manifests.entries);
+            let _ = writeln!(out, "package runs: {runs}, {}", size(run_bytes));
             Ok(())
         }),
         CacheCommand::Prune(prune_args) => {

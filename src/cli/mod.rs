@@ -103,6 +103,28 @@ fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
             );
             0
         }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            // Into a buffer: the generator panics on a write error (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "krender", &mut script);
+            let _ = out.write_all(&script);
+            0
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut page = Vec::new();
+            match clap_mangen::Man::new(Cli::command()).render(&mut page) {
+                Ok(()) => {
+                    let _ = out.write_all(&page);
+                    0
+                }
+                Err(error) => {
+                    let _ = writeln!(err, "error: cannot write the man page: {error}");
+                    1
+                }
+            }
+        }
         Command::Kpt(_)
         | Command::Fn {
             command: FnCommand::Kpt(_),
