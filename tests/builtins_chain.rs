@@ -172,3 +172,69 @@ fn render_toml_pins_a_tag_to_an_executable() {
     let stdout = String::from_utf8_lossy(&response.stdout);
     assert!(stdout.contains("FunctionConfig is missing"), "{stdout}");
 }
+
+/// The function table is found by walking up from the package (here from
+/// another working directory), and one that does not load is a command
+/// error before anything runs, naming the file, line and column.
+#[test]
+fn render_toml_is_found_above_the_package_and_checked_first() {
+    use std::os::unix::fs::PermissionsExt;
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("team/app");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - image: gcr.io/kpt-fn/set-namespace:v0.4\n      configMap:\n        namespace: x\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+    )
+    .unwrap();
+    // A function that fails, saying who it is.
+    let program = temp.path().join("fake-set-namespace");
+    std::fs::write(&program, "#!/bin/sh\necho 'fake ran' >&2\nexit 7\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Written with the other catalog prefix and a tag.
+    std::fs::write(
+        temp.path().join("render.toml"),
+        format!(
+            "[[function]]\nimage = \"ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4\"\nexecutable = {{ \"*\" = \"{}\" }}\n",
+            program.display()
+        ),
+    )
+    .unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let render = || {
+        crate::support::krender_command()
+            .current_dir(elsewhere.path())
+            .args(["fn", "render"])
+            .arg(&pkg)
+            .output()
+            .unwrap()
+    };
+    let output = render();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("fake ran"), "{stderr}");
+
+    std::fs::write(
+        temp.path().join("render.toml"),
+        "[[function]]\nimage = \"set-namespace\"\nbuiltins = [\"*\"]\n",
+    )
+    .unwrap();
+    let before = crate::support::snapshot(&pkg);
+    let output = render();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error: invalid function table {}: TOML parse error at line 3, column 1",
+            temp.path().join("render.toml").display()
+        )) && stderr.contains("unknown field `builtins`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("[RUNNING]"), "{stderr}");
+    assert_eq!(crate::support::snapshot(&pkg), before);
+}

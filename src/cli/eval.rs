@@ -67,6 +67,12 @@ fn selector(
     })
 }
 
+/// The function table for the package `fn eval` runs on (the working
+/// directory's for stdin).
+fn config_path(args: &EvalArgs) -> std::path::PathBuf {
+    super::config_path(args.dir.as_deref().filter(|dir| *dir != "-").map(Path::new))
+}
+
 /// kpt's refusal of the container-only flags for `--exec` functions.
 const CONTAINER_ONLY: &str =
     "--mount, --as-current-user, --network and --env can only be used with container functions";
@@ -89,8 +95,8 @@ fn container_access(args: &EvalArgs) -> ContainerAccess {
 /// Why `image` cannot take the container-only flags: it runs in process
 /// or as a local executable here (what kpt says of `--exec`), with how to
 /// run it in a container instead. `None` for a container image.
-fn not_a_container(image: &str) -> Option<String> {
-    let table = FunctionTable::load(&super::config_path()).ok()?;
+fn not_a_container(image: &str, config: &Path) -> Option<String> {
+    let table = FunctionTable::load(config).ok()?;
     let how = match table.route(image) {
         Route::Container { .. } => return None,
         Route::Builtin(builtin) => format!("krender runs {} in process", builtin.name()),
@@ -179,8 +185,12 @@ pub(super) fn run(
             return 1;
         }
     };
+    if let Some(report) = super::config_error(&config_path(args)) {
+        print_report(&report, err);
+        return 1;
+    }
     if access != ContainerAccess::default()
-        && let Some(hint) = not_a_container(&function.image)
+        && let Some(hint) = not_a_container(&function.image, &config_path(args))
     {
         print_report(&Report::Command(format!("{CONTAINER_ONLY}\n{hint}")), err);
         return 1;
@@ -437,7 +447,7 @@ fn run_function(
     let chain_options = ChainOptions {
         image_pull_policy: args.image_pull_policy.clone(),
         cancel: interrupts.cancel().clone(),
-        config: super::config_path(),
+        config: config_path(args),
         access: container_access(args),
         runtime: super::container_runtime(),
     };

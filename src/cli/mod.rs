@@ -165,11 +165,35 @@ fn native_mode() -> crate::runtime::function_filter::NativeMode {
         .unwrap_or_default()
 }
 
-/// The function table's file: `$KRENDER_CONFIG`, else `./render.toml`.
-fn config_path() -> std::path::PathBuf {
-    std::env::var_os("KRENDER_CONFIG")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| crate::runtime::chain::DEFAULT_CONFIG.into())
+/// The function table's file: `$KRENDER_CONFIG`, else the nearest
+/// `render.toml` in `package` or a directory above it, else the nearest in
+/// the working directory or above; else `./render.toml`, which need not
+/// exist (no table: the defaults).
+fn config_path(package: Option<&std::path::Path>) -> std::path::PathBuf {
+    use crate::runtime::chain::DEFAULT_CONFIG;
+    if let Some(path) = std::env::var_os("KRENDER_CONFIG") {
+        return path.into();
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let nearest = |start: &std::path::Path| {
+        start
+            .ancestors()
+            .map(|dir| dir.join(DEFAULT_CONFIG))
+            .find(|candidate| candidate.is_file())
+    };
+    package
+        .map(|package| cwd.join(package))
+        .and_then(|package| nearest(&package))
+        .or_else(|| nearest(&cwd))
+        .unwrap_or_else(|| DEFAULT_CONFIG.into())
+}
+
+/// A function table that does not load, as a command error: reported
+/// before anything runs, not as the first step's failure.
+fn config_error(path: &std::path::Path) -> Option<crate::hydrate::Report> {
+    crate::runtime::config::FunctionTable::load(path)
+        .err()
+        .map(|error| crate::hydrate::Report::Command(error.to_string()))
 }
 
 /// The container engine `KPT_FN_RUNTIME` names (docker, podman, nerdctl).

@@ -104,6 +104,10 @@ pub(super) fn run(
         return 1;
     }
     let root = resolve_package_path(args.pkg_path.as_deref().unwrap_or(Path::new(".")));
+    if let Some(report) = super::config_error(&super::config_path(Some(&root))) {
+        print_report(&report, err);
+        return 1;
+    }
     let output = if command.check {
         Output::Check
     } else {
@@ -476,7 +480,7 @@ pub(super) fn render_context(
     let chain_options = ChainOptions {
         image_pull_policy: args.image_pull_policy.clone(),
         cancel: cancel.clone(),
-        config: super::config_path(),
+        config: super::config_path(Some(root)),
         runtime: super::container_runtime(),
         ..ChainOptions::default()
     };
@@ -569,7 +573,7 @@ impl ManifestCheck {
         let tree = TreeSnapshot::scan_with(root, |path| reader.read(path)).ok()?;
         let seen = reader.into_seen();
         files.replace(seen);
-        let config_path = super::config_path();
+        let config_path = super::config_path(Some(root));
         let key = |check: bool| {
             RenderKey {
                 root,

@@ -66,6 +66,10 @@ pub(super) fn run(
             return 1;
         }
     };
+    if let Some(report) = super::config_error(&super::config_path(Some(&root))) {
+        print_report(&report, err);
+        return 1;
+    }
     let cache_dir = render_args.cache.options().resolved_dir();
     let (context, cached) =
         render_context(render_args, &root, &kptfile, cache_dir, interrupts.cancel());

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::builtin::{Builtin, DEFAULT_IMAGE_PREFIX, split_image};
+use super::builtin::{Builtin, DEFAULT_IMAGE_PREFIX, catalog_name, split_image};
 
 /// Default per-function deadline (kpt uses no deadline; five minutes keeps
 /// a hung function from hanging the render).
@@ -54,6 +54,14 @@ pub enum Route {
         /// `Always`, `IfNotPresent` or `Never`; `None` = the CLI's default.
         pull_policy: Option<String>,
     },
+}
+
+/// The tag of `image` (`latest` when it has none; a digest is dropped).
+fn tag_of(image: &str) -> &str {
+    let (_, rest) = split_image(image);
+    rest.strip_prefix(':')
+        .map(|tag| tag.split('@').next().unwrap_or(tag))
+        .unwrap_or("latest")
 }
 
 /// The decoded table.
@@ -123,6 +131,10 @@ pub struct FunctionEntry {
     /// their input, so their results may be cached (builtins always are).
     #[serde(default)]
     pub cache: bool,
+    /// The tag `image` was written with (`name:tag`): the entry is for that
+    /// tag alone, and `*` in its lists means it.
+    #[serde(skip)]
+    pub pinned_tag: Option<String>,
 }
 
 impl FunctionEntry {
@@ -131,6 +143,13 @@ impl FunctionEntry {
     }
 
     fn accepts(&self, name: &str) -> bool {
+        // A catalog function is the same function under either catalog
+        // prefix, or none.
+        if let (Some(mine), Some(theirs)) = (catalog_name(&self.image), catalog_name(name))
+            && mine == theirs
+        {
+            return true;
+        }
         let canonical = if self.image.contains('/') {
             self.image.clone()
         } else {
@@ -144,8 +163,21 @@ impl FunctionEntry {
                 .any(|prefix| name == format!("{prefix}{}", self.short_name()))
     }
 
+    /// Whether the entry covers `image` (`name[:tag][@digest]`).
+    fn covers(&self, image: &str) -> bool {
+        let (name, _) = split_image(image);
+        self.accepts(name)
+            && self
+                .pinned_tag
+                .as_ref()
+                .is_none_or(|pinned| *pinned == tag_of(image))
+    }
+
     /// The route for `tag`, exact tags before `*`.
     fn route(&self, tag: &str) -> Option<Route> {
+        if self.pinned_tag.as_ref().is_some_and(|pinned| pinned != tag) {
+            return None;
+        }
         for wanted in [tag, "*"] {
             if let Some(path) = self.executable.get(wanted) {
                 return Some(Route::Executable(path.clone()));
@@ -168,10 +200,35 @@ impl FunctionEntry {
 impl FunctionTable {
     /// Decodes a table from TOML text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<FunctionTable, ConfigError> {
-        toml::from_str(text).map_err(|err| ConfigError::Invalid {
-            path: path.to_owned(),
-            message: err.to_string(),
-        })
+        let mut table: FunctionTable =
+            toml::from_str(text).map_err(|err| ConfigError::Invalid {
+                path: path.to_owned(),
+                message: err.to_string(),
+            })?;
+        for entry in &mut table.functions {
+            let (name, rest) = split_image(&entry.image);
+            let problem = if name.is_empty() {
+                Some("has no name")
+            } else if rest.contains('@') {
+                Some(
+                    "names a digest: give the name (and a tag), and list tags under builtin, executable or container",
+                )
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: format!("[[function]] image = {:?} {problem}", entry.image),
+                });
+            }
+            if let Some(tag) = rest.strip_prefix(':') {
+                let (name, tag) = (name.to_owned(), tag.to_owned());
+                entry.image = name;
+                entry.pinned_tag = Some(tag);
+            }
+        }
+        Ok(table)
     }
 
     /// Reads `path`; a missing file is an empty table.
@@ -188,11 +245,8 @@ impl FunctionTable {
 
     /// How `image` (`name[:tag][@digest]`) runs.
     pub fn route(&self, image: &str) -> Route {
-        let (name, rest) = split_image(image);
-        let tag = rest
-            .strip_prefix(':')
-            .map(|tag| tag.split('@').next().unwrap_or(tag))
-            .unwrap_or("latest");
+        let (name, _) = split_image(image);
+        let tag = tag_of(image);
         if let Some(route) = self
             .functions
             .iter()
@@ -209,10 +263,9 @@ impl FunctionTable {
 
     /// Whether the table declares `image`'s executable or container pure.
     pub fn image_is_pure(&self, image: &str) -> bool {
-        let (name, _) = split_image(image);
         self.functions
             .iter()
-            .filter(|entry| entry.accepts(name))
+            .filter(|entry| entry.covers(image))
             .any(|entry| entry.cache)
     }
 
@@ -245,10 +298,9 @@ impl FunctionTable {
 
     /// The deadline the table sets for `image`, if it sets one.
     pub fn timeout_override(&self, image: &str) -> Option<Duration> {
-        let (name, _) = split_image(image);
         self.functions
             .iter()
-            .filter(|entry| entry.accepts(name))
+            .filter(|entry| entry.covers(image))
             .find_map(|entry| entry.timeout_seconds)
             .or(self.defaults.timeout_seconds)
             .map(Duration::from_secs)
@@ -332,6 +384,81 @@ pull_policy = "IfNotPresent"
             .collect();
         let table = FunctionTable::parse(&uncommented, Path::new("render.toml"));
         assert!(table.is_ok(), "{table:?}\n{uncommented}");
+    }
+
+    /// `image = "name:tag"` is an entry for that tag alone; a digest is
+    /// refused with how to write the entry.
+    #[test]
+    fn a_tagged_image_pins_its_entry_to_the_tag() {
+        let table = FunctionTable::parse(
+            "[[function]]\nimage = \"gcr.io/kpt-fn/generate-folders:v0.1\"\nexecutable = { \"*\" = \"/bin/gf\" }\ntimeout_seconds = 9\n",
+            Path::new("render.toml"),
+        )
+        .unwrap_or_default();
+        assert_eq!(
+            table.route("gcr.io/kpt-fn/generate-folders:v0.1"),
+            Route::Executable(PathBuf::from("/bin/gf"))
+        );
+        // The same function under the other catalog prefix.
+        assert_eq!(
+            table.route("ghcr.io/kptdev/krm-functions-catalog/generate-folders:v0.1"),
+            Route::Executable(PathBuf::from("/bin/gf"))
+        );
+        assert_eq!(
+            table.route("gcr.io/kpt-fn/generate-folders:v0.2"),
+            Route::Container { pull_policy: None }
+        );
+        assert_eq!(
+            table.timeout_override("gcr.io/kpt-fn/generate-folders:v0.1"),
+            Some(Duration::from_secs(9))
+        );
+        assert_eq!(
+            table.timeout_override("gcr.io/kpt-fn/generate-folders:v0.2"),
+            None
+        );
+        let digest = FunctionTable::parse(
+            "[[function]]\nimage = \"example.com/fn@sha256:abc\"\ncontainer = [\"*\"]\n",
+            Path::new("render.toml"),
+        );
+        assert!(
+            matches!(&digest, Err(ConfigError::Invalid { message, .. }) if message.contains("names a digest")),
+            "{digest:?}"
+        );
+    }
+
+    /// The two catalog prefixes and a bare name are one function.
+    #[test]
+    fn both_catalog_prefixes_name_the_same_function() {
+        for written in [
+            "set-image",
+            "gcr.io/kpt-fn/set-image",
+            "ghcr.io/kptdev/krm-functions-catalog/set-image",
+        ] {
+            let table = FunctionTable::parse(
+                &format!("[[function]]\nimage = \"{written}\"\ncontainer = [\"*\"]\n"),
+                Path::new("render.toml"),
+            )
+            .unwrap_or_default();
+            for image in [
+                "gcr.io/kpt-fn/set-image:v0.1",
+                "ghcr.io/kptdev/krm-functions-catalog/set-image:v0.1",
+                "set-image:v0.1",
+            ] {
+                assert_eq!(
+                    table.route(image),
+                    Route::Container { pull_policy: None },
+                    "{written} / {image}"
+                );
+            }
+            assert_eq!(
+                table.route("example.com/set-image:v0.1"),
+                Route::Container { pull_policy: None }
+            );
+            assert_eq!(
+                table.route("gcr.io/kpt-fn/set-labels:v0.1"),
+                Route::Builtin(Builtin::SetLabels)
+            );
+        }
     }
 
     #[test]

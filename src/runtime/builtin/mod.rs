@@ -41,6 +41,18 @@ pub const DEFAULT_IMAGE_PREFIX: &str = "ghcr.io/kptdev/krm-functions-catalog/";
 /// Older prefixes under which the same catalog functions were published.
 const LEGACY_IMAGE_PREFIXES: &[&str] = &["gcr.io/kpt-fn/", "ghcr.io/gcr.io/kpt-fn/"];
 
+/// The catalog's name for an image name (no tag): the name under the
+/// default or a legacy catalog prefix, or a bare name; `None` for any other
+/// registry's image. The catalog's `wasm/` builds keep that prefix.
+pub fn catalog_name(name: &str) -> Option<&str> {
+    let bare = std::iter::once(DEFAULT_IMAGE_PREFIX)
+        .chain(LEGACY_IMAGE_PREFIXES.iter().copied())
+        .find_map(|prefix| name.strip_prefix(prefix))
+        .unwrap_or(name);
+    let function = bare.strip_prefix("wasm/").unwrap_or(bare);
+    (!function.is_empty() && !function.contains('/')).then_some(bare)
+}
+
 /// A builtin catalog function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Builtin {
@@ -137,17 +149,10 @@ impl Builtin {
     /// builds too); any tag or digest is accepted.
     pub fn for_image(image: &str) -> Option<Builtin> {
         let (name, _) = split_image(image);
-        let bare = std::iter::once(DEFAULT_IMAGE_PREFIX)
-            .chain(LEGACY_IMAGE_PREFIXES.iter().copied())
-            .find_map(|prefix| name.strip_prefix(prefix))
-            .unwrap_or(name);
         // The catalog also publishes wasm builds of the same functions
         // (`wasm/set-namespace`); they behave like the container images.
-        let bare = bare.strip_prefix("wasm/").unwrap_or(bare);
-        if bare.contains('/') {
-            return None;
-        }
-        Builtin::from_name(bare)
+        let bare = catalog_name(name)?;
+        Builtin::from_name(bare.strip_prefix("wasm/").unwrap_or(bare))
     }
 
     /// Runs the function on a parsed input.
