@@ -238,3 +238,88 @@ fn render_toml_is_found_above_the_package_and_checked_first() {
     assert!(!stderr.contains("[RUNNING]"), "{stderr}");
     assert_eq!(crate::support::snapshot(&pkg), before);
 }
+
+/// `fn ls` prints how each function of each pipeline runs, per package in
+/// walk order, with the table it read; a near-miss of a builtin's name
+/// gets a "did you mean".
+#[test]
+fn fn_ls_shows_how_each_function_runs() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("p");
+    std::fs::create_dir_all(pkg.join("sub")).unwrap();
+    std::fs::write(
+        pkg.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\npipeline:\n  mutators:\n    - image: set-namespace:v0.4\n    - exec: sed -e s/a/b/\n  validators:\n    - image: gcr.io/kpt-fn/set-namepsace:v0.1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("sub/Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: sub\npipeline:\n  mutators:\n    - image: example.com/team/fn:v1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        temp.path().join("render.toml"),
+        "[[function]]\nimage = \"example.com/team/fn\"\nexecutable = { \"*\" = \"/opt/fn\" }\ncache = true\n\n[[exec]]\nprogram = \"sed\"\ncache = true\n",
+    )
+    .unwrap();
+    let output = crate::support::krender_command()
+        .args(["fn", "ls"])
+        .arg(&pkg)
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .take_while(|line| !line.is_empty())
+        .map(|line| {
+            line.split("  ")
+                .map(str::trim)
+                .filter(|f| !f.is_empty())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["PACKAGE", "KIND", "FUNCTION", "RUNS AS", "CACHED"],
+            vec![
+                "p",
+                "mutator",
+                "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4",
+                "builtin set-namespace",
+                "yes"
+            ],
+            vec![
+                "p",
+                "mutator",
+                "exec: sed -e s/a/b/",
+                "executable (needs --allow-exec)",
+                "yes"
+            ],
+            vec![
+                "p",
+                "validator",
+                "gcr.io/kpt-fn/set-namepsace:v0.1",
+                "container (no engine on PATH) (did you mean set-namespace?)",
+                "no"
+            ],
+            vec![
+                "p/sub",
+                "mutator",
+                "example.com/team/fn:v1",
+                "executable /opt/fn",
+                "yes"
+            ],
+        ],
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with(&format!(
+            "\nfunction table: {}\n",
+            temp.path().join("render.toml").display()
+        )),
+        "{stdout}"
+    );
+}

@@ -88,9 +88,22 @@ pub enum FnCommand {
     Source(SourceArgs),
     /// Write a ResourceList from stdin into a directory.
     Sink(SinkArgs),
+    /// List how every function of every pipeline in the tree will run
+    /// (krender-only).
+    Ls(LsArgs),
     /// Any other function command (`doc`, ...): handed to kpt.
     #[command(external_subcommand)]
     Kpt(Vec<OsString>),
+}
+
+/// `krender fn ls`.
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// Package to list (default: the current directory).
+    pub pkg_path: Option<PathBuf>,
+    /// Prefix for short image names.
+    #[arg(long = "image-prefix", env = "KPT_IMAGE_PREFIX")]
+    pub image_prefix: Option<String>,
 }
 
 /// `krender layer ...`

@@ -6,6 +6,7 @@ pub mod args;
 mod cache;
 mod eval;
 mod kpt;
+mod ls;
 mod progress;
 mod render;
 mod rpkg;
@@ -84,6 +85,9 @@ fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
         Command::Fn {
             command: FnCommand::Sink(args),
         } => eval::sink(&args, &mut err),
+        Command::Fn {
+            command: FnCommand::Ls(args),
+        } => ls::run(&args, &mut out, &mut err),
         Command::Layer {
             command: LayerCommand::Render { paths },
         } => crate::layering::render_command(&paths, &mut out, &mut err),

@@ -404,6 +404,13 @@ fn builtin_hint(outcome: &RenderOutcome, image: &dyn Evaluator) -> Option<String
         return None;
     }
     let (bare, tag) = split_image(&failed.image);
+    if let Some(meant) = crate::runtime::builtin::suggestion(&failed.image) {
+        return Some(format!(
+            "krender: {:?} is no catalog function krender knows; did you mean {:?}?",
+            failed.image,
+            meant.name()
+        ));
+    }
     let name = match image.executor(FunctionTarget::Image(&failed.image)) {
         Some(Executor::Builtin(name)) => name,
         Some(Executor::Container { engine, .. }) if is_catalog_image(bare) => {

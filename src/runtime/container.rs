@@ -10,6 +10,9 @@ use super::cancel::Cancel;
 use super::exec::run_process;
 use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget};
 
+/// [`Executor::Container`]'s engine when none is on `PATH`.
+pub const NO_ENGINE: &str = "no engine";
+
 /// Runs `image:` functions in containers.
 #[derive(Clone, Debug, Default)]
 pub struct ContainerEvaluator {
@@ -191,7 +194,7 @@ impl Evaluator for ContainerEvaluator {
         };
         Some(Executor::Container {
             engine: self.engine().map_or_else(
-                || "no engine".to_owned(),
+                || NO_ENGINE.to_owned(),
                 |engine| engine.display().to_string(),
             ),
             image: image.to_owned(),

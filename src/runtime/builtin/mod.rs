@@ -53,6 +53,24 @@ pub fn catalog_name(name: &str) -> Option<&str> {
     (!function.is_empty() && !function.contains('/')).then_some(bare)
 }
 
+/// The builtin a misspelled catalog image most likely meant: one whose
+/// name is within two edits of the image's catalog name, when the image is
+/// not itself a builtin's.
+pub fn suggestion(image: &str) -> Option<Builtin> {
+    if Builtin::for_image(image).is_some() {
+        return None;
+    }
+    let (name, _) = split_image(image);
+    let bare = catalog_name(name)?;
+    let bare = bare.strip_prefix("wasm/").unwrap_or(bare);
+    Builtin::ALL
+        .into_iter()
+        .map(|builtin| (strsim::levenshtein(bare, builtin.name()), builtin))
+        .filter(|(distance, _)| *distance <= 2)
+        .min()
+        .map(|(_, builtin)| builtin)
+}
+
 /// A builtin catalog function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Builtin {
@@ -359,6 +377,27 @@ impl BuiltinEvaluator {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_near_miss_of_a_builtin_gets_a_suggestion() {
+        for (image, meant) in [
+            (
+                "gcr.io/kpt-fn/set-namepsace:v0.1",
+                Some(Builtin::SetNamespace),
+            ),
+            ("set-lables", Some(Builtin::SetLabels)),
+            (
+                "ghcr.io/kptdev/krm-functions-catalog/starlak:v0.5",
+                Some(Builtin::Starlark),
+            ),
+            // A builtin itself, another registry, or nothing close: none.
+            ("set-namespace:v0.4", None),
+            ("example.com/set-namepsace:v1", None),
+            ("render-helm-chart:v0.2", None),
+        ] {
+            assert_eq!(suggestion(image), meant, "{image}");
+        }
+    }
+
     use super::*;
 
     #[test]
