@@ -3,7 +3,7 @@
 //! in a container — and whether its results are cached.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::args::LsArgs;
 use super::render::{print_report, resolve_package_path};
@@ -153,7 +153,7 @@ fn row(
     }
 }
 
-fn print_rows(rows: &[Row], config: &PathBuf, out: &mut dyn Write) {
+fn print_rows(rows: &[Row], config: &Path, out: &mut dyn Write) {
     let header = Row {
         package: "PACKAGE".to_owned(),
         kind: "KIND",
