@@ -24,6 +24,7 @@ pub(crate) mod list_setters;
 pub(crate) mod remove_local_config_resources;
 pub(crate) mod sdk;
 pub(crate) mod search_replace;
+pub(crate) mod set_gcp_resource_ids;
 pub(crate) mod set_annotations;
 pub(crate) mod set_enforcement_action;
 pub(crate) mod set_image;
@@ -108,11 +109,13 @@ pub enum Builtin {
     CreateSetters,
     /// `upsert-resource`
     UpsertResource,
+    /// `set-gcp-resource-ids`
+    SetGcpResourceIds,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 17] = [
+    pub const ALL: [Builtin; 18] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -130,6 +133,7 @@ impl Builtin {
         Builtin::ListSetters,
         Builtin::CreateSetters,
         Builtin::UpsertResource,
+        Builtin::SetGcpResourceIds,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -152,6 +156,7 @@ impl Builtin {
             Builtin::ListSetters => "list-setters",
             Builtin::CreateSetters => "create-setters",
             Builtin::UpsertResource => "upsert-resource",
+            Builtin::SetGcpResourceIds => "set-gcp-resource-ids",
         }
     }
 
@@ -197,6 +202,7 @@ impl Builtin {
             Builtin::ListSetters => list_setters::run(input),
             Builtin::CreateSetters => create_setters::run(input),
             Builtin::UpsertResource => upsert_resource::run(input),
+            Builtin::SetGcpResourceIds => set_gcp_resource_ids::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
