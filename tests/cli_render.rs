@@ -1018,3 +1018,39 @@ fn trace_keeps_every_step() {
     );
     assert!(step.join("input.yaml").exists());
 }
+
+/// Off a terminal, errors are kpt's text alone; `--diagnostics rich` adds
+/// the place and a snippet after it (here a Kptfile that does not decode).
+#[test]
+fn diagnostics_rich_points_at_the_kptfile_line() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("app");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators: \"x\"\n",
+    )
+    .unwrap();
+    let kpt_text = "Error: Kptfile at \"APP\" can't be read.\n\nDetails:\nyaml: unmarshal errors:\n  line 6: cannot unmarshal !!str `x` into []v1.Function \n"
+        .replace("APP", &pkg.display().to_string());
+    let (code, plain) = krender_in(temp.path(), &["fn", "render", "app"]);
+    assert_eq!((code, plain.as_str()), (Some(1), kpt_text.as_str()));
+    let (code, rich) = krender_in(
+        temp.path(),
+        &["--diagnostics", "rich", "fn", "render", "app"],
+    );
+    assert_eq!(code, Some(1));
+    let snippet = rich
+        .strip_prefix(kpt_text.as_str())
+        .unwrap_or_else(|| panic!("{rich}"));
+    assert!(
+        snippet.contains(&format!("{}:6:1", pkg.join("Kptfile").display()))
+            && snippet.contains("6 │   mutators: \"x\"")
+            && snippet.contains("cannot unmarshal !!str `x` into []v1.Function"),
+        "{snippet}"
+    );
+    assert!(
+        !snippet.contains('\u{1b}'),
+        "no colour off a terminal: {snippet:?}"
+    );
+}

@@ -445,3 +445,27 @@ fn ctrl_c_during_a_watch_rebuild_stops_it_promptly() {
     assert!(!screen.contains("Exit code: -1"), "{screen}");
     assert_eq!(snapshot(&work.pkg), before, "the interrupted rebuild wrote");
 }
+
+/// On a terminal, a malformed YAML file gets kpt's line, then the place
+/// and a snippet pointing at it.
+#[test]
+fn a_yaml_error_on_a_terminal_points_at_the_line() {
+    let work = scratch(1, "cat");
+    std::fs::write(
+        work.pkg.join("bad.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: [1, 2\n  b: c\n",
+    )
+    .expect("write");
+    let pkg = work.pkg.to_str().expect("utf-8 path");
+    let mut terminal = Terminal::krender(&["fn", "render", pkg], &work.pkg, &work.cache);
+    assert_eq!(terminal.exit_code(), 1, "{}", terminal.screen());
+    let screen = terminal.screen();
+    assert!(
+        screen.contains(
+            "bad.yaml: MalformedYAMLError: yaml: line 5: did not find expected ',' or ']'"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("bad.yaml:7:4"), "{screen}");
+    assert!(screen.contains("  b: c"), "{screen}");
+}

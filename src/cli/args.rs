@@ -18,6 +18,15 @@ pub struct Cli {
     #[arg(long = "truncate-output", global = true, action = ArgAction::Set, num_args = 0..=1,
           default_value_t = true, default_missing_value = "true", require_equals = true)]
     pub truncate_output: bool,
+    /// Errors in YAML, Kptfiles and render.toml: after kpt's text, the
+    /// file:line:column and a snippet of the source (`auto`: on a terminal).
+    #[arg(
+        long = "diagnostics",
+        global = true,
+        value_enum,
+        default_value = "auto"
+    )]
+    pub diagnostics: super::diagnostics::Diagnostics,
 }
 
 /// Top-level commands.
@@ -160,6 +169,9 @@ pub struct RenderArgs {
     /// `--truncate-output`, a flag of the whole command (see [`Cli`]).
     #[arg(skip = true)]
     pub truncate_output: bool,
+    /// How errors are drawn (from `--diagnostics`, see [`Cli`]).
+    #[arg(skip)]
+    pub diagnostics: super::diagnostics::Style,
     /// Prefix for short image names.
     #[arg(long = "image-prefix", env = "KPT_IMAGE_PREFIX")]
     pub image_prefix: Option<String>,

@@ -4,6 +4,7 @@
 
 pub mod args;
 mod cache;
+mod diagnostics;
 mod eval;
 mod kpt;
 mod ls;
@@ -65,12 +66,14 @@ fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
     // for a lock held here deadlocked them against the main thread.
     let mut err = std::io::stderr();
     let truncate_output = cli.truncate_output;
+    let diagnostics = cli.diagnostics.resolve();
     let code = match cli.command {
         Command::Fn {
             command: FnCommand::Render(mut args),
         }
         | Command::Render(mut args) => {
             args.render.truncate_output = truncate_output;
+            args.render.diagnostics = diagnostics;
             render::run(&args, &Interrupts::install(), &mut out, &mut err)
         }
         Command::Fn {
@@ -94,6 +97,7 @@ fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
         Command::Cache { command } => cache::run(&command, &mut out, &mut err),
         Command::Watch(mut args) => {
             args.render.truncate_output = truncate_output;
+            args.render.diagnostics = diagnostics;
             watch::run(&args, &Interrupts::install(), &mut out, &mut err)
         }
         Command::Rpkg(args) => rpkg::run(&args, &mut out, &mut err),

@@ -256,6 +256,9 @@ fn render_and_apply(
         Ok(kptfile) => kptfile,
         Err(error) => {
             print_report(&Report::kptfile(&error), err);
+            if let Some(location) = error.location() {
+                super::diagnostics::point_at(&location, args.diagnostics, err);
+            }
             return 1;
         }
     };
@@ -327,6 +330,9 @@ fn render_and_apply(
         }
         Err(error) => {
             print_report(&error.report(), &mut err);
+            if let Some(location) = error.location() {
+                super::diagnostics::point_at(location, args.diagnostics, &mut err);
+            }
             if let Some(hint) = hint {
                 let _ = writeln!(err, "{hint}");
             }

@@ -59,6 +59,14 @@ impl ApplyError {
             ApplyError::Write { message } => Report::Error(message.clone()),
         }
     }
+
+    /// The place in a file the error points at, if any.
+    pub fn location(&self) -> Option<&crate::pkg::reader::SourceLocation> {
+        match self {
+            ApplyError::Render(error) => error.location.as_ref(),
+            ApplyError::Write { .. } => None,
+        }
+    }
 }
 
 const CNRM_ANNOTATION: &str = "cnrm.cloud.google.com/blueprint";

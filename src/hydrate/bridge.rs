@@ -17,7 +17,10 @@ use crate::yaml::node::{Node, Style, tag};
 
 /// A failure to read a package's resources, with kpt's message text.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ReadFailure(pub(crate) String);
+pub(crate) struct ReadFailure(
+    pub(crate) String,
+    pub(crate) Option<crate::pkg::reader::SourceLocation>,
+);
 
 /// Reads the resources of one package directory (not its subpackages),
 /// annotated as kpt's reader annotates them, plus the package-path annotation.
@@ -27,7 +30,7 @@ pub(crate) fn read_local_resources(pkg_dir: &Path) -> Result<Vec<Node>, ReadFail
     };
     crate::pkg::reader::read_package(pkg_dir, &options)
         .map(|read| read.resources)
-        .map_err(|error| ReadFailure(error.to_string()))
+        .map_err(|error| ReadFailure(error.to_string(), error.location().cloned()))
 }
 
 /// What a function round trip produced.

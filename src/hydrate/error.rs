@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use crate::pkg::kptfile::KptfileError;
+use crate::pkg::reader::SourceLocation;
 
 /// How the CLI reports a failure at the end of the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,6 +54,9 @@ pub struct HydrateError {
     pub chain: String,
     /// What the CLI prints.
     pub report: Report,
+    /// The place in a file the error points at, if it is one (a YAML or
+    /// Kptfile error), for diagnostics that show the line.
+    pub location: Option<SourceLocation>,
 }
 
 impl HydrateError {
@@ -73,6 +77,7 @@ impl HydrateError {
         HydrateError {
             chain: format!("pkg.render: pkg {}:\n\t{inner}", outer.display()),
             report,
+            location: None,
         }
     }
 
@@ -81,7 +86,13 @@ impl HydrateError {
         HydrateError {
             chain: format!("pkg.render: pkg {}: {message}", pkg.display()),
             report,
+            location: None,
         }
+    }
+
+    /// The error, pointing at `location`.
+    pub fn at(self, location: Option<SourceLocation>) -> HydrateError {
+        HydrateError { location, ..self }
     }
 
     /// A subpackage Kptfile that cannot be read, found while listing the
@@ -99,6 +110,7 @@ impl HydrateError {
                 sub.display().to_string()
             ),
             report: Report::kptfile(error),
+            location: error.location(),
         }
     }
 }
@@ -131,6 +143,7 @@ mod tests {
             &KptfileError::Unreadable {
                 dir: root.join("db"),
                 details: "yaml: line 10: bad".into(),
+                location: None,
             },
         );
         assert_eq!(

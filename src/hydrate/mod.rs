@@ -250,6 +250,7 @@ fn read_kptfile_with(
             return Err(KptfileError::Unreadable {
                 dir: dir.to_path_buf(),
                 details: error.to_string(),
+                location: None,
             });
         }
     };
@@ -604,7 +605,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             return Ok(Vec::new());
         }
         let resources = bridge::read_local_resources(pkg).map_err(|failure| {
-            HydrateError::plain(pkg, &failure.0, Report::Error(failure.0.clone()))
+            HydrateError::plain(pkg, &failure.0, Report::Error(failure.0.clone())).at(failure.1)
         })?;
         self.input_files
             .extend(input_file_names(&self.root, pkg, &resources));

@@ -167,6 +167,16 @@ pub(crate) struct UnmarshalErrors {
     strict: bool,
 }
 
+impl UnmarshalErrors {
+    /// The line of the first error (each reads `line N: ...`) and what it
+    /// says.
+    pub(crate) fn first_line(&self) -> Option<(usize, String)> {
+        let first = self.errors.first()?.strip_prefix("line ")?;
+        let (line, problem) = first.split_once(": ")?;
+        Some((line.parse().ok()?, problem.to_owned()))
+    }
+}
+
 impl std::fmt::Display for UnmarshalErrors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("yaml: unmarshal errors:")?;

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use super::gostruct::{self, GoField, GoStruct, GoType, GoValue, StructValue, field};
+use super::reader::SourceLocation;
 use crate::yaml::node::Node;
 
 /// The catalog prefix short image names are expanded with.
@@ -275,6 +276,8 @@ pub enum KptfileError {
         dir: PathBuf,
         /// The go-yaml error text.
         details: String,
+        /// Where in the Kptfile, when the error points at a place.
+        location: Option<SourceLocation>,
     },
     /// A `kpt.dev/v1alpha1` or `v1alpha2` Kptfile.
     #[error(
@@ -490,6 +493,16 @@ type DecodedKptfiles = std::collections::HashMap<(PathBuf, [u8; 32]), Kptfile>;
 /// Entries past which [`DECODED`] starts over (a bound for long watches).
 const DECODED_MAX: usize = 50_000;
 
+impl KptfileError {
+    /// Where in the Kptfile the error is, when it points at a place.
+    pub fn location(&self) -> Option<SourceLocation> {
+        match self {
+            KptfileError::Unreadable { location, .. } => location.clone(),
+            _ => None,
+        }
+    }
+}
+
 impl Kptfile {
     /// [`Kptfile::parse`] of a Kptfile's bytes (lossily UTF-8), remembering
     /// what decoded: the same bytes in the same directory decode once per
@@ -507,6 +520,7 @@ impl Kptfile {
             crate::pkg::reader::decode_text(bytes).map_err(|reason| KptfileError::Unreadable {
                 dir: dir.to_path_buf(),
                 details: format!("yaml: {reason}"),
+                location: None,
             })?;
         let kptfile = Kptfile::parse(&text, dir)?;
         if let Ok(mut decoded) = DECODED.lock() {
@@ -520,14 +534,18 @@ impl Kptfile {
 
     /// Parses a Kptfile's text. `dir` is the package directory, for messages.
     pub fn parse(text: &str, dir: &Path) -> Result<Kptfile, KptfileError> {
-        let unreadable = |details: String| KptfileError::Unreadable {
+        let file = dir.join(KPTFILE_NAME);
+        let unreadable = |details: String, location| KptfileError::Unreadable {
             dir: dir.to_path_buf(),
             details,
+            location,
         };
-        let document =
-            crate::yaml::parse_document(text).map_err(|error| unreadable(error.to_string()))?;
+        let document = crate::yaml::parse_document(text).map_err(|error| {
+            let location = SourceLocation::at(&file, text, error.offset, error.problem());
+            unreadable(error.to_string(), Some(location))
+        })?;
         let Some(document) = document else {
-            return Err(unreadable("EOF".to_owned()));
+            return Err(unreadable("EOF".to_owned(), None));
         };
         Kptfile::from_node(&document, dir)
     }
@@ -561,6 +579,12 @@ impl Kptfile {
             gostruct::decode(document, &KPTFILE).map_err(|errors| KptfileError::Unreadable {
                 dir: dir.to_path_buf(),
                 details: errors.to_string(),
+                location: errors.first_line().map(|(line, problem)| SourceLocation {
+                    path: dir.join(KPTFILE_NAME),
+                    line,
+                    column: 1,
+                    problem,
+                }),
             })?;
         Ok(Kptfile::from_value(value))
     }

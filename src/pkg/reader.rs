@@ -54,6 +54,8 @@ pub enum ReadError {
         path: PathBuf,
         /// The parser error.
         source: YamlError,
+        /// Where in the file (not the piece) the parser stopped.
+        location: SourceLocation,
     },
     /// A line starting with `---` that is not a document separator.
     #[error("{}: invalid document separator: {separator}", path.display())]
@@ -304,6 +306,49 @@ static SEPARATOR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\n---.*\n").unwrap_or_else(|_| unreachable!("valid separator regex"))
 });
 
+/// A place in a file an error points at, for diagnostics that show the
+/// line (the messages kpt prints carry no column).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceLocation {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// What is wrong there, in a few words (the parser's problem).
+    pub problem: String,
+}
+
+impl SourceLocation {
+    /// The place of byte `offset` of `text`, the contents of `path` (an
+    /// offset past the end is the end).
+    pub fn at(path: &Path, text: &str, offset: usize, problem: String) -> SourceLocation {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let before = &text[..offset];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        SourceLocation {
+            path: path.to_path_buf(),
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+            problem,
+        }
+    }
+}
+
+impl ReadError {
+    /// Where in which file the error is, when it points into one.
+    pub fn location(&self) -> Option<&SourceLocation> {
+        match self {
+            ReadError::Malformed { location, .. } => Some(location),
+            _ => None,
+        }
+    }
+}
+
 /// Splits file text into document pieces as kyaml does (spec §7.2).
 /// `text` must already have CRLF normalised.
 pub fn split_documents<'t>(text: &'t str, abs_path: &Path) -> Result<Vec<&'t str>, ReadError> {
@@ -346,9 +391,17 @@ pub fn parse_file(
     };
     let mut resources = Vec::new();
     for piece in split_documents(text, abs_path)? {
-        let parsed = parse_document(piece).map_err(|source| ReadError::Malformed {
-            path: abs_path.to_path_buf(),
-            source,
+        let parsed = parse_document(piece).map_err(|source| {
+            // The piece is a slice of `text`: its start plus the parser's
+            // offset is the place in the (normalised) file.
+            let start = piece.as_ptr() as usize - text.as_ptr() as usize;
+            let location =
+                SourceLocation::at(abs_path, text, start + source.offset, source.problem());
+            ReadError::Malformed {
+                path: abs_path.to_path_buf(),
+                source,
+                location,
+            }
         })?;
         let Some(mut document) = parsed else {
             continue;

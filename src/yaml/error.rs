@@ -23,6 +23,21 @@ pub struct YamlError {
     pub column: usize,
 }
 
+impl YamlError {
+    /// The problem without go-yaml's `yaml: line N: ` prefix.
+    pub fn problem(&self) -> String {
+        let text = self.message.strip_prefix("yaml: ").unwrap_or(&self.message);
+        let text = match text
+            .strip_prefix("line ")
+            .and_then(|rest| rest.split_once(": "))
+        {
+            Some((line, rest)) if line.bytes().all(|b| b.is_ascii_digit()) => rest,
+            _ => text,
+        };
+        text.to_owned()
+    }
+}
+
 /// Which stage of libyaml raised the error; go-yaml's line numbering depends
 /// on it (scanner errors report the line + 1, parser errors do not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
