@@ -63,7 +63,7 @@ impl ApplyError {
     /// The place in a file the error points at, if any.
     pub fn location(&self) -> Option<&crate::pkg::reader::SourceLocation> {
         match self {
-            ApplyError::Render(error) => error.location.as_ref(),
+            ApplyError::Render(error) => error.location.as_deref(),
             ApplyError::Write { .. } => None,
         }
     }

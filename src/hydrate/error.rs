@@ -56,7 +56,7 @@ pub struct HydrateError {
     pub report: Report,
     /// The place in a file the error points at, if it is one (a YAML or
     /// Kptfile error), for diagnostics that show the line.
-    pub location: Option<SourceLocation>,
+    pub location: Option<Box<SourceLocation>>,
 }
 
 impl HydrateError {
@@ -92,7 +92,10 @@ impl HydrateError {
 
     /// The error, pointing at `location`.
     pub fn at(self, location: Option<SourceLocation>) -> HydrateError {
-        HydrateError { location, ..self }
+        HydrateError {
+            location: location.map(Box::new),
+            ..self
+        }
     }
 
     /// A subpackage Kptfile that cannot be read, found while listing the
@@ -110,7 +113,7 @@ impl HydrateError {
                 sub.display().to_string()
             ),
             report: Report::kptfile(error),
-            location: error.location(),
+            location: error.location().map(Box::new),
         }
     }
 }
