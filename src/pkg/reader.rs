@@ -54,8 +54,9 @@ pub enum ReadError {
         path: PathBuf,
         /// The parser error.
         source: YamlError,
-        /// Where in the file (not the piece) the parser stopped.
-        location: SourceLocation,
+        /// Where in the file (not the piece) the parser stopped (boxed: the
+        /// error travels on every read's Result).
+        location: Box<SourceLocation>,
     },
     /// A line starting with `---` that is not a document separator.
     #[error("{}: invalid document separator: {separator}", path.display())]
@@ -400,7 +401,7 @@ pub fn parse_file(
             ReadError::Malformed {
                 path: abs_path.to_path_buf(),
                 source,
-                location,
+                location: Box::new(location),
             }
         })?;
         let Some(mut document) = parsed else {
