@@ -8,6 +8,9 @@
 //! - cold (an empty cache, from the generated tree), and the same render
 //!   with `-o stdout`, each from a fresh copy;
 //! - no change (the tree at its fixed point: a second render);
+//! - `fn render --check` on that rendered tree: answered by the in-place
+//!   render's manifest, and with the manifests removed before each run
+//!   (the action cache answers every package), each against no change;
 //! - one leaf package edited, and the root package edited, each followed by
 //!   a render; the pipelines each ran (from `--stats`) are reported, and
 //!   the last render of each is checked file for file against a
@@ -403,6 +406,8 @@ struct InPlaceRow {
     cold_rss: f64,
     cold_stdout: Duration,
     no_change: Duration,
+    check: Duration,
+    check_no_manifest: Duration,
     leaf: Duration,
     leaf_runs: u64,
     root: Duration,
@@ -518,6 +523,16 @@ fn in_place(work: &Path, generated: &Path, packages: usize) -> InPlaceRow {
     // point (and records the manifest) before "no change" is timed.
     time_render_rss(&mut krender_in_place(&tree, &cache, &stats, &[]));
     let (no_change, _) = time_render(krender_in_place(&tree, &cache, &stats, &[]));
+    // `--check` on the rendered tree: answered by the in-place render's
+    // manifest, then with the manifests gone (the action cache answers).
+    let (check, diff) = time_render(krender_in_place(&tree, &cache, &stats, &["--check"]));
+    assert!(diff.is_empty(), "--check found changes on a rendered tree");
+    let (check_no_manifest, _, _, _) = time_median(
+        krender_in_place(&tree, &cache, &stats, &["--check"]),
+        |_| {
+            let _ = std::fs::remove_dir_all(cache.join("manifests"));
+        },
+    );
     let (leaf, _, _, _) = time_median(krender_in_place(&tree, &cache, &stats, &[]), |run| {
         edit_leaf(&tree, packages, 30 + run);
     });
@@ -543,6 +558,8 @@ fn in_place(work: &Path, generated: &Path, packages: usize) -> InPlaceRow {
         cold_rss,
         cold_stdout,
         no_change,
+        check,
+        check_no_manifest,
         leaf,
         leaf_runs,
         root,
@@ -557,13 +574,15 @@ fn print_in_place(rows: &[InPlaceRow]) {
     );
     println!();
     println!(
-        "| packages | files | floor | cold | cold / floor | cold -o stdout | in place / stdout | peak RSS cold | no change | / floor | leaf edit | / floor | pipelines run | root edit | / floor | pipelines run |"
+        "| packages | files | floor | cold | cold / floor | cold -o stdout | in place / stdout | peak RSS cold | no change | / floor | --check, rendered | / no change | --check, no manifest | / no change | leaf edit | / floor | pipelines run | root edit | / floor | pipelines run |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for row in rows {
         let ratio = |time: Duration| time.as_secs_f64() / row.floor.as_secs_f64();
         println!(
-            "| {} | {} | {} | {} | {:.1}× | {} | {:.2}× | {:.0} MB | {} | {:.1}× | {} | {:.1}× | {} of {} | {} | {:.1}× | {} of {} |",
+            "| {} | {} | {} | {} | {:.1}× | {} | {:.2}× | {:.0} MB | {} | {:.1}× | {} | {:.2}× | {} | {:.2}× | {} | {:.1}× | {} of {} | {} | {:.1}× | {} of {} |",
             row.packages,
             row.files,
             ms(row.floor),
@@ -574,6 +593,10 @@ fn print_in_place(rows: &[InPlaceRow]) {
             row.cold_rss,
             ms(row.no_change),
             ratio(row.no_change),
+            ms(row.check),
+            row.check.as_secs_f64() / row.no_change.as_secs_f64(),
+            ms(row.check_no_manifest),
+            row.check_no_manifest.as_secs_f64() / row.no_change.as_secs_f64(),
             ms(row.leaf),
             ratio(row.leaf),
             row.leaf_runs,

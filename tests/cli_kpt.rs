@@ -158,3 +158,63 @@ fn temp_file(bytes: &[u8]) -> tempfile::NamedTempFile {
     file.write_all(bytes).unwrap();
     file
 }
+
+/// kpt's klog flags (`--kubeconfig`, `--log-flush-frequency`, `-v`) are
+/// accepted anywhere and ignored; `fn eval -k` likewise; `fn source
+/// --include-meta-resources` is kpt's error.
+#[test]
+fn kpts_other_flags_are_accepted_or_refused_as_kpt_does() {
+    let temp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        temp.path().join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        krender_command()
+            .current_dir(temp.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let plain = run(&["fn", "source", "."]);
+    assert_eq!(plain.status.code(), Some(0));
+    for args in [
+        &["--kubeconfig", "/nonexistent", "fn", "source", "."][..],
+        &[
+            "fn",
+            "source",
+            ".",
+            "-v",
+            "3",
+            "--log-flush-frequency",
+            "2s",
+        ][..],
+        &["fn", "source", ".", "--v=9"][..],
+    ] {
+        let output = run(args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        assert_eq!(output.stdout, plain.stdout, "{args:?}");
+    }
+    let output = run(&[
+        "fn",
+        "eval",
+        ".",
+        "-i",
+        "set-namespace:v0.4",
+        "-k",
+        "x",
+        "-o",
+        "stdout",
+        "--",
+        "namespace=y",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("namespace: y\n"));
+    let output = run(&["fn", "source", ".", "--include-meta-resources"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: --include-meta-resources is no longer necessary because meta resources are now included by default\n"
+    );
+}

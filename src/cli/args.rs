@@ -18,6 +18,16 @@ pub struct Cli {
     #[arg(long = "truncate-output", global = true, action = ArgAction::Set, num_args = 0..=1,
           default_value_t = true, default_missing_value = "true", require_equals = true)]
     pub truncate_output: bool,
+    /// kpt's klog flags, accepted and ignored as kpt's `fn` commands
+    /// ignore them.
+    #[arg(long = "kubeconfig", global = true, hide = true)]
+    pub kubeconfig: Option<String>,
+    /// See `kubeconfig`.
+    #[arg(long = "log-flush-frequency", global = true, hide = true)]
+    pub log_flush_frequency: Option<String>,
+    /// See `kubeconfig`.
+    #[arg(short = 'v', long = "v", global = true, hide = true)]
+    pub verbosity: Option<String>,
     /// Errors in YAML, Kptfiles and render.toml: after kpt's text, the
     /// file:line:column and a snippet of the source (`auto`: on a terminal).
     #[arg(
@@ -258,6 +268,10 @@ pub struct EvalArgs {
     /// `nobody`.
     #[arg(long = "as-current-user")]
     pub as_current_user: bool,
+    /// kpt's catalog search words; with `--image` or `--exec` kpt ignores
+    /// them, and so does krender.
+    #[arg(short = 'k', long = "keywords", hide = true)]
+    pub keywords: Vec<String>,
     /// Accepted as kpt accepts it; catalog `wasm/` images run as builtins,
     /// other WASM modules are not supported.
     #[arg(long = "allow-alpha-wasm")]
@@ -326,6 +340,9 @@ pub struct SourceArgs {
     /// alone, as a multi-document stream).
     #[arg(short = 'o', long = "output")]
     pub output: Option<String>,
+    /// Removed in kpt (meta resources are always read): kpt's error.
+    #[arg(long = "include-meta-resources", hide = true)]
+    pub include_meta_resources: bool,
 }
 
 /// Flags of `fn sink`.

@@ -772,6 +772,11 @@ fn run_on_package(
 
 /// Runs `fn source DIR`: prints the package tree as a ResourceList.
 pub(super) fn source(args: &SourceArgs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    if args.include_meta_resources {
+        let message = "--include-meta-resources is no longer necessary because meta resources are now included by default";
+        print_report(&Report::Command(message.to_owned()), err);
+        return 1;
+    }
     let unwrap = match args.output.as_deref() {
         None | Some("stdout") => false,
         Some("unwrap") => true,
