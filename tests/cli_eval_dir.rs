@@ -738,3 +738,33 @@ fn kpt_fn_runtime_picks_the_engine() {
         "{stderr}"
     );
 }
+
+/// `fn render --allow-network` gives container functions the host network,
+/// as kpt does; without it they get none.
+#[test]
+fn render_allow_network_reaches_the_engine() {
+    let (temp, bin) = container_scratch("docker");
+    std::fs::write(
+        temp.path().join("pkg/Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n    - image: example.com/fn:v1\n",
+    )
+    .unwrap();
+    for (flags, network) in [(&["--allow-network"][..], "host"), (&[][..], "none")] {
+        let output = krender_command()
+            .current_dir(temp.path())
+            .args(["fn", "render", "pkg", "--no-cache"])
+            .args(flags)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let calls = std::fs::read_to_string(temp.path().join("calls")).unwrap();
+        let last = calls.lines().last().unwrap();
+        assert!(last.contains(&format!("--network {network} ")), "{last}");
+    }
+}

@@ -495,6 +495,11 @@ pub(super) fn render_context(
         cancel: cancel.clone(),
         config: super::config_path(Some(root)),
         runtime: super::container_runtime(),
+        // kpt gives every container function the host network with it.
+        access: crate::runtime::container::ContainerAccess {
+            network: args.allow_network,
+            ..Default::default()
+        },
         ..ChainOptions::default()
     };
     let exec = exec_evaluator(&chain_options);
