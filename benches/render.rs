@@ -7,6 +7,9 @@
 //! does), against the floor of the same tree in the same run:
 //! - cold (an empty cache, from the generated tree), and the same render
 //!   with `-o stdout`, each from a fresh copy;
+//! - a second machine: the same checkout path, an empty local cache and
+//!   a remote cache (`file://`, a shared directory) the first machine
+//!   filled; the pipelines it ran (0 when everything came from the remote);
 //! - no change (the tree at its fixed point: a second render);
 //! - `fn render --check` on that rendered tree: answered by the in-place
 //!   render's manifest, and with the manifests removed before each run
@@ -405,6 +408,8 @@ struct InPlaceRow {
     cold: Duration,
     cold_rss: f64,
     cold_stdout: Duration,
+    remote_hit: Duration,
+    remote_runs: u64,
     no_change: Duration,
     check: Duration,
     check_no_manifest: Duration,
@@ -472,18 +477,20 @@ fn reference_copy(tree: &Path, work: &Path) -> PathBuf {
 /// Every file of the two trees is byte-identical (the root Kptfile's
 /// status included).
 fn assert_same_tree(rendered: &Path, reference: &Path, what: &str) {
-    let read = |root: &Path| {
-        let mut files: Vec<(PathBuf, Vec<u8>)> = files_under(root)
-            .into_iter()
-            .map(|(path, bytes)| (path.strip_prefix(root).unwrap().to_path_buf(), bytes))
-            .collect();
-        files.sort();
-        files
-    };
     assert!(
-        read(rendered) == read(reference),
+        snapshot_tree(rendered) == snapshot_tree(reference),
         "{what}: differs from a --no-cache render"
     );
+}
+
+/// Every file under `root` and its bytes, by path relative to it.
+fn snapshot_tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<(PathBuf, Vec<u8>)> = files_under(root)
+        .into_iter()
+        .map(|(path, bytes)| (path.strip_prefix(root).unwrap().to_path_buf(), bytes))
+        .collect();
+    files.sort();
+    files
 }
 
 /// Edits the root package's first replica count.
@@ -516,6 +523,24 @@ fn in_place(work: &Path, generated: &Path, packages: usize) -> InPlaceRow {
     );
     check_builtins(&stdout, packages);
     let (cold, _, _, cold_rss) = time_median(krender_in_place(&tree, &cache, &stats, &[]), fresh);
+    // A second machine: the same checkout path, an empty local cache, a
+    // remote cache (a shared directory) the first machine filled.
+    let remote = work.join("remote");
+    let remote_url = format!("file://{}", remote.display());
+    let remote_flags = ["--remote-cache", remote_url.as_str()];
+    let _ = std::fs::remove_dir_all(&remote);
+    fresh(0);
+    time_render_rss(&mut krender_in_place(&tree, &cache, &stats, &remote_flags));
+    let first_machine = snapshot_tree(&tree);
+    let (remote_hit, _, _, _) = time_median(
+        krender_in_place(&tree, &cache, &stats, &remote_flags),
+        fresh,
+    );
+    let remote_runs = pipelines_run(&stats);
+    assert!(
+        snapshot_tree(&tree) == first_machine,
+        "second machine: differs from the first"
+    );
     // The floor of the rendered tree, in the same run.
     floor(&tree);
     let (floor_time, files) = floor(&tree);
@@ -557,6 +582,8 @@ fn in_place(work: &Path, generated: &Path, packages: usize) -> InPlaceRow {
         cold,
         cold_rss,
         cold_stdout,
+        remote_hit,
+        remote_runs,
         no_change,
         check,
         check_no_manifest,
@@ -574,15 +601,15 @@ fn print_in_place(rows: &[InPlaceRow]) {
     );
     println!();
     println!(
-        "| packages | files | floor | cold | cold / floor | cold -o stdout | in place / stdout | peak RSS cold | no change | / floor | --check, rendered | / no change | --check, no manifest | / no change | leaf edit | / floor | pipelines run | root edit | / floor | pipelines run |"
+        "| packages | files | floor | cold | cold / floor | cold -o stdout | in place / stdout | peak RSS cold | 2nd machine, remote | / floor | pipelines run | no change | / floor | --check, rendered | / no change | --check, no manifest | / no change | leaf edit | / floor | pipelines run | root edit | / floor | pipelines run |"
     );
     println!(
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for row in rows {
         let ratio = |time: Duration| time.as_secs_f64() / row.floor.as_secs_f64();
         println!(
-            "| {} | {} | {} | {} | {:.1}× | {} | {:.2}× | {:.0} MB | {} | {:.1}× | {} | {:.2}× | {} | {:.2}× | {} | {:.1}× | {} of {} | {} | {:.1}× | {} of {} |",
+            "| {} | {} | {} | {} | {:.1}× | {} | {:.2}× | {:.0} MB | {} | {:.1}× | {} of {} | {} | {:.1}× | {} | {:.2}× | {} | {:.2}× | {} | {:.1}× | {} of {} | {} | {:.1}× | {} of {} |",
             row.packages,
             row.files,
             ms(row.floor),
@@ -591,6 +618,10 @@ fn print_in_place(rows: &[InPlaceRow]) {
             ms(row.cold_stdout),
             row.cold.as_secs_f64() / row.cold_stdout.as_secs_f64(),
             row.cold_rss,
+            ms(row.remote_hit),
+            ratio(row.remote_hit),
+            row.remote_runs,
+            row.packages,
             ms(row.no_change),
             ratio(row.no_change),
             ms(row.check),

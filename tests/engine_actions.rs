@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 /// A tree of `1 + fanout + fanout²` packages, two builtins each (a
 /// starlark step in every leaf), resources spread over two files.
-fn generate(root: &Path, fanout: usize, bfs: bool) {
+pub(crate) fn generate(root: &Path, fanout: usize, bfs: bool) {
     let mut queue = vec![(root.to_path_buf(), 0usize, "root".to_owned())];
     while let Some((dir, depth, name)) = queue.pop() {
         std::fs::create_dir_all(&dir).unwrap();

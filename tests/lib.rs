@@ -9,6 +9,7 @@ mod cli_render;
 mod engine_actions;
 mod engine_cache;
 mod engine_incremental;
+mod engine_remote;
 mod engine_warm_cold;
 mod engine_watch;
 mod hostile;

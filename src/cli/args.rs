@@ -361,6 +361,32 @@ pub struct CacheArgs {
     /// Run every function even when a cached result exists.
     #[arg(long = "no-cache")]
     pub no_cache: bool,
+    /// A cache shared between machines, by URL: `redis://host:port[/db]`,
+    /// `file:///shared/mount`, `http(s)://` (WebDAV, bazel-remote's
+    /// layout), `s3://bucket/path`, `gs://`, `azblob://` (krender-only;
+    /// also `[cache] remote` in render.toml).
+    #[arg(
+        long = "remote-cache",
+        env = "KRENDER_REMOTE_CACHE",
+        value_name = "URL"
+    )]
+    pub remote_cache: Option<String>,
+    /// `read` (only fetch: pull requests) or `read-write` (also push).
+    #[arg(
+        long = "remote-cache-mode",
+        env = "KRENDER_REMOTE_CACHE_MODE",
+        value_enum
+    )]
+    pub remote_cache_mode: Option<RemoteCacheMode>,
+}
+
+/// `--remote-cache-mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RemoteCacheMode {
+    /// Only fetch.
+    Read,
+    /// Fetch, and push what ran here.
+    ReadWrite,
 }
 
 impl CacheArgs {

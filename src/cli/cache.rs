@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::engine::cache::{clear, prune, summarize};
 use crate::engine::manifest::store_dir;
+use crate::engine::remote::{RemoteCache, RemoteMode};
 
 /// Runs a cache command and returns the exit code.
 pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
@@ -65,6 +66,62 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
             1
         }
     }
+}
+
+/// The remote cache the flags (or else render.toml's `[cache]` table at
+/// `config`) name, opened; `None` without one. A URL no store answers to
+/// is a command error; a store that is down is not (it is only warned of).
+pub(super) fn open_remote(
+    args: &super::args::CacheArgs,
+    config: &std::path::Path,
+) -> Result<Option<std::sync::Arc<RemoteCache>>, crate::hydrate::Report> {
+    use super::args::RemoteCacheMode;
+    let table = crate::runtime::config::FunctionTable::load(config)
+        .map(|table| table.cache)
+        .unwrap_or_default();
+    let Some(url) = args.remote_cache.clone().or(table.remote) else {
+        return Ok(None);
+    };
+    let mode = match (args.remote_cache_mode, table.mode.as_deref()) {
+        (Some(RemoteCacheMode::Read), _) | (None, Some("read")) => RemoteMode::Read,
+        (Some(RemoteCacheMode::ReadWrite), _) | (None, Some("read-write") | None) => {
+            RemoteMode::ReadWrite
+        }
+        (None, Some(other)) => {
+            return Err(crate::hydrate::Report::Command(format!(
+                "invalid function table {}: [cache] mode = {other:?}: must be \"read\" or \"read-write\"",
+                config.display()
+            )));
+        }
+    };
+    RemoteCache::open(&url, mode)
+        .map(|remote| Some(std::sync::Arc::new(remote)))
+        .map_err(|error| crate::hydrate::Report::Command(error.to_string()))
+}
+
+/// The one warning a render prints about its remote cache: that it was
+/// unreachable (and the render went on without it), or served values that
+/// failed their digest (ignored).
+pub(super) fn remote_warning(remote: &RemoteCache) -> Option<String> {
+    let stats = remote.stats();
+    if let Some(error) = remote.first_error() {
+        return Some(format!(
+            "krender: warning: remote cache {} unavailable ({error}); rendered without it{}",
+            remote.url(),
+            if stats.gave_up {
+                " after the first failures"
+            } else {
+                ""
+            }
+        ));
+    }
+    (stats.corrupt > 0).then(|| {
+        format!(
+            "krender: warning: remote cache {}: {} value(s) failed their digest and were ignored",
+            remote.url(),
+            stats.corrupt
+        )
+    })
 }
 
 /// The default cache directory: `$XDG_CACHE_HOME/krender`, else

@@ -451,10 +451,21 @@ fn run_function(
         access: container_access(args),
         runtime: super::container_runtime(),
     };
+    let remote = match args.cache.options().resolved_dir() {
+        Some(_) => match super::cache::open_remote(&args.cache, &chain_options.config) {
+            Ok(remote) => remote,
+            Err(report) => {
+                print_report(&report, err);
+                return Ran::Failed;
+            }
+        },
+        None => None,
+    };
     let image_runtime = crate::engine::cache::wrap_image_evaluator(
         image_evaluator(&chain_options),
         &args.cache.options(),
         &chain_options.config,
+        remote.clone(),
     );
     let exec_runtime = exec_evaluator(&chain_options);
     let (evaluator, target): (&dyn Evaluator, FunctionTarget<'_>) = if function.image.is_empty() {
@@ -500,6 +511,9 @@ fn run_function(
         .map_err(|failure| failure.to_string()),
     };
     let elapsed = started.elapsed();
+    if let Some(warning) = remote.as_deref().and_then(super::cache::remote_warning) {
+        printer.text(&format!("{warning}\n"));
+    }
     if let Some(code) = interrupts.exit_code() {
         let _ = writeln!(err, "{}", interrupts.message("fn eval"));
         return Ran::Interrupted(code);

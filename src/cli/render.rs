@@ -12,6 +12,7 @@ use crate::engine::cache::{CachePolicy, CachingEvaluator};
 use crate::engine::db::RenderContext;
 use crate::engine::manifest::{self, Manifest, RenderKey, TreeSnapshot};
 use crate::engine::oneshot::render_once;
+use crate::engine::remote::RemoteCache;
 use crate::engine::stamps::FileStamps;
 use crate::hydrate::{self, Output, RenderOptions, RenderOutcome, Report, Written};
 use crate::pkg::kptfile::{DEFAULT_IMAGE_PREFIX, Kptfile, SAVE_ON_RENDER_FAILURE_ANNOTATION};
@@ -189,6 +190,9 @@ struct RenderStats {
     exit_code: i32,
     /// Phase times.
     phases: Phases,
+    /// What the remote cache did, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remote: Option<crate::engine::remote::RemoteStats>,
 }
 
 /// Phase times of a render, in milliseconds.
@@ -230,6 +234,17 @@ fn render_and_apply(
         .options()
         .resolved_dir()
         .filter(|_| trace.is_none());
+    let remote = match cache_dir
+        .as_ref()
+        .map(|_| super::cache::open_remote(&args.cache, &super::config_path(Some(root))))
+    {
+        Some(Err(report)) => {
+            print_report(&report, err);
+            return 1;
+        }
+        Some(Ok(remote)) => remote,
+        None => None,
+    };
     let phase = std::time::Instant::now();
     // A warm, unchanged tree is answered from its manifest (engine::manifest).
     let manifest = match (&cache_dir, output, results_dir) {
@@ -262,8 +277,14 @@ fn render_and_apply(
             return 1;
         }
     };
-    let (mut context, cached) =
-        render_context(args, root, &kptfile, cache_dir, interrupts.cancel());
+    let (mut context, cached) = render_context(
+        args,
+        root,
+        &kptfile,
+        cache_dir,
+        remote.clone(),
+        interrupts.cancel(),
+    );
     context.options.trace = trace;
     let bar = progress::bar(args.quiet);
     let progress = bar.as_ref().map(progress::callback);
@@ -297,6 +318,12 @@ fn render_and_apply(
         &mut written,
     );
     stats.phases.write_ms = phase.elapsed().as_millis();
+    if let Some(remote) = &remote {
+        stats.remote = Some(remote.stats());
+        if let Some(warning) = super::cache::remote_warning(remote) {
+            let _ = writeln!(err, "{warning}");
+        }
+    }
     stats.files_written = written.files.len();
     stats.bytes_written = written.bytes;
     if let (Ok(()), Some(planned)) = (&applied, written.planned.take())
@@ -473,6 +500,7 @@ pub(super) fn render_context(
     root: &Path,
     kptfile: &Kptfile,
     cache_dir: Option<PathBuf>,
+    remote: Option<Arc<RemoteCache>>,
     cancel: &Cancel,
 ) -> (RenderContext, Option<Caches>) {
     let options = RenderOptions {
@@ -500,24 +528,29 @@ pub(super) fn render_context(
             network: args.allow_network,
             ..Default::default()
         },
-        ..ChainOptions::default()
     };
     let exec = exec_evaluator(&chain_options);
     let actions = cache_dir.as_deref().map(|dir| {
-        Arc::new(ActionCache::new(
-            dir,
-            CachePolicy::for_config(&chain_options.config),
-        ))
+        let actions = ActionCache::new(dir, CachePolicy::for_config(&chain_options.config));
+        Arc::new(match &remote {
+            Some(remote) => actions.with_remote(remote.clone()),
+            None => actions,
+        })
     });
     let caches = cache_dir.map(|dir| {
         let policy = CachePolicy::for_config(&chain_options.config);
-        Caches {
-            image: Arc::new(CachingEvaluator::new(
-                image_evaluator(&chain_options),
-                dir.clone(),
-                policy.clone(),
-            )),
-            exec: Arc::new(CachingEvaluator::new(exec.clone(), dir, policy)),
+        let image =
+            CachingEvaluator::new(image_evaluator(&chain_options), dir.clone(), policy.clone());
+        let exec = CachingEvaluator::new(exec.clone(), dir, policy);
+        match &remote {
+            Some(remote) => Caches {
+                image: Arc::new(image.with_remote(remote.clone())),
+                exec: Arc::new(exec.with_remote(remote.clone())),
+            },
+            None => Caches {
+                image: Arc::new(image),
+                exec: Arc::new(exec),
+            },
         }
     });
     let (image, exec): (Arc<dyn Evaluator>, Arc<dyn Evaluator>) = match &caches {

@@ -71,8 +71,14 @@ pub(super) fn run(
         return 1;
     }
     let cache_dir = render_args.cache.options().resolved_dir();
-    let (context, cached) =
-        render_context(render_args, &root, &kptfile, cache_dir, interrupts.cancel());
+    let (context, cached) = render_context(
+        render_args,
+        &root,
+        &kptfile,
+        cache_dir,
+        None,
+        interrupts.cancel(),
+    );
     let mut session = RenderSession::new(context, render_args.jobs);
 
     // Each rebuild rewrites results.yaml, as a render would.

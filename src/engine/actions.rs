@@ -19,11 +19,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::cache::{CachePolicy, build_identity};
 use super::packs::{self, Corrupt, EntryBytes, PackStore};
+use super::remote::{RemoteCache, Table};
 use crate::hydrate::results::{FnResult, ResultItems, StepRecord};
 use crate::hydrate::{PackageRun, RenderOptions, RunStore};
 use crate::pkg::kptfile::{self, Function, Kptfile};
@@ -115,6 +116,7 @@ pub struct ActionCache {
     misses: AtomicU64,
     stores: AtomicU64,
     corrupt: AtomicU64,
+    remote: Option<Arc<RemoteCache>>,
 }
 
 impl ActionCache {
@@ -136,7 +138,23 @@ impl ActionCache {
             misses: AtomicU64::new(0),
             stores: AtomicU64::new(0),
             corrupt: AtomicU64::new(0),
+            remote: None,
         }
+    }
+
+    /// Also looks runs up in, and pushes them to, `remote` (keys then name
+    /// the build by its executable's bytes, the same on every machine).
+    pub fn with_remote(self, remote: Arc<RemoteCache>) -> ActionCache {
+        ActionCache {
+            build: super::cache::build_identity_by_content(),
+            remote: Some(remote),
+            ..self
+        }
+    }
+
+    /// Whether runs are shared with other machines.
+    pub fn has_remote(&self) -> bool {
+        self.remote.is_some()
     }
 
     /// What the cache did so far.
@@ -227,10 +245,13 @@ impl ActionCache {
     pub(crate) fn lookup(&self, key: &str) -> Option<CachedRun> {
         let entry = match self.store.get(key) {
             Ok(Some(entry)) => entry,
-            Ok(None) => {
-                self.misses.fetch_add(1, Ordering::Relaxed);
-                return None;
-            }
+            Ok(None) => match self.fetch(key) {
+                Some(entry) => entry,
+                None => {
+                    self.misses.fetch_add(1, Ordering::Relaxed);
+                    return None;
+                }
+            },
             Err(Corrupt) => {
                 self.drop_corrupt(key);
                 return None;
@@ -248,6 +269,15 @@ impl ActionCache {
         }
     }
 
+    /// A run the remote has under `key` (verified there), kept locally too.
+    fn fetch(&self, key: &str) -> Option<EntryBytes> {
+        let bytes = self.remote.as_ref()?.get(Table::Actions, key)?;
+        if let Err(error) = self.store.put(key, &[&bytes]) {
+            tracing::debug!(target: "krender::actions", %error, "keeping a remote run failed");
+        }
+        Some(EntryBytes::from(bytes))
+    }
+
     /// Counts the entry under `key` as corrupt: it is not served, and the
     /// run that replaces it supersedes it in the store.
     pub(crate) fn drop_corrupt(&self, key: &str) {
@@ -259,6 +289,9 @@ impl ActionCache {
     /// [`encode_output`]). A failure to store only costs the next render.
     pub(crate) fn store(&self, key: &str, run: &PackageRun, output: &[u8], digest: blake3::Hash) {
         let head = encode_head(run, digest);
+        if let Some(remote) = &self.remote {
+            remote.put(Table::Actions, key, &[head.as_slice(), output].concat());
+        }
         match self.store.put(key, &[&head, output]) {
             Ok(()) => {
                 self.stores.fetch_add(1, Ordering::Relaxed);

@@ -10,10 +10,12 @@
 //! check (or our own decoding) is removed and recomputed, never served.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
+use super::remote::{RemoteCache, Table};
 use crate::runtime::builtin::Builtin;
 use crate::runtime::config::{FunctionTable, Route};
 use crate::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
@@ -193,6 +195,17 @@ pub fn build_identity_of(exe: Option<&Path>) -> String {
     format!("{}+{len}+{mtime}", env!("CARGO_PKG_VERSION"))
 }
 
+/// Identifies the running krender build by the bytes of its executable:
+/// what keys shared with other machines (a remote cache) use, where a size
+/// and a modification time say nothing.
+pub fn build_identity_by_content() -> String {
+    let digest = std::env::current_exe()
+        .and_then(std::fs::read)
+        .map(|bytes| blake3::hash(&bytes).to_hex().to_string())
+        .unwrap_or_default();
+    format!("{}+{digest}", env!("CARGO_PKG_VERSION"))
+}
+
 /// Encodes a response: magic, exit code, then stdout and stderr, each
 /// length-prefixed (little-endian).
 fn encode(response: &FunctionResponse) -> Vec<u8> {
@@ -239,6 +252,7 @@ pub struct CachingEvaluator<E> {
     policy: CachePolicy,
     build: String,
     stats: CacheStats,
+    remote: Option<Arc<RemoteCache>>,
 }
 
 impl<E: Evaluator> CachingEvaluator<E> {
@@ -250,6 +264,17 @@ impl<E: Evaluator> CachingEvaluator<E> {
             policy,
             build: build_identity(),
             stats: CacheStats::default(),
+            remote: None,
+        }
+    }
+
+    /// Also looks results up in, and pushes them to, `remote` (keys then
+    /// name the build by its executable's bytes, the same on every machine).
+    pub fn with_remote(self, remote: Arc<RemoteCache>) -> CachingEvaluator<E> {
+        CachingEvaluator {
+            build: build_identity_by_content(),
+            remote: Some(remote),
+            ..self
         }
     }
 
@@ -282,6 +307,16 @@ impl<E: Evaluator> CachingEvaluator<E> {
 
     /// Reads an entry; a corrupt one is removed and reported as absent.
     fn lookup(&self, key: &str) -> Option<FunctionResponse> {
+        self.lookup_local(key).or_else(|| {
+            // A verified remote value is kept locally for next time.
+            let bytes = self.remote.as_ref()?.get(Table::Functions, key)?;
+            let response = decode(&bytes)?;
+            let _ = write_entry(&self.dir, key, &bytes);
+            Some(response)
+        })
+    }
+
+    fn lookup_local(&self, key: &str) -> Option<FunctionResponse> {
         match cacache::read_sync(&self.dir, key) {
             Ok(bytes) => match decode(&bytes) {
                 Some(response) => Some(response),
@@ -316,7 +351,11 @@ impl<E: Evaluator> CachingEvaluator<E> {
     }
 
     fn store(&self, key: &str, response: &FunctionResponse) {
-        match write_entry(&self.dir, key, &encode(response)) {
+        let bytes = encode(response);
+        if let Some(remote) = &self.remote {
+            remote.put(Table::Functions, key, &bytes);
+        }
+        match write_entry(&self.dir, key, &bytes) {
             Ok(_) => CacheStats::bump(&self.stats.writes),
             Err(error) => {
                 CacheStats::bump(&self.stats.errors);
@@ -416,14 +455,15 @@ pub fn wrap_image_evaluator(
     inner: Box<dyn Evaluator>,
     options: &CacheOptions,
     config: &Path,
+    remote: Option<Arc<RemoteCache>>,
 ) -> Box<dyn Evaluator> {
-    match options.resolved_dir() {
-        Some(dir) => Box::new(CachingEvaluator::new(
-            inner,
-            dir,
-            CachePolicy::for_config(config),
-        )),
-        None => inner,
+    let Some(dir) = options.resolved_dir() else {
+        return inner;
+    };
+    let cache = CachingEvaluator::new(inner, dir, CachePolicy::for_config(config));
+    match remote {
+        Some(remote) => Box::new(cache.with_remote(remote)),
+        None => Box::new(cache),
     }
 }
 

@@ -7,5 +7,6 @@ pub mod levels;
 pub mod manifest;
 pub mod oneshot;
 pub(crate) mod packs;
+pub mod remote;
 pub mod session;
 pub mod stamps;

@@ -377,9 +377,10 @@ fn run_one(
     }
     // The root's output has no parent to key, and its entry (the whole
     // tree) would serve only a render in which nothing changed, which the
-    // manifest answers: it is neither looked up, encoded nor stored.
+    // local manifest answers: it is neither looked up, encoded nor stored,
+    // unless a remote cache shares it with machines that have no manifest.
     let is_root = pkg.path == context.root;
-    let actions = actions.filter(|_| !is_root);
+    let actions = actions.filter(|actions| !is_root || actions.has_remote());
     let key = actions
         .filter(|_| digests.len() == children.len())
         .and_then(|actions| {

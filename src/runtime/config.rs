@@ -77,6 +77,19 @@ pub struct FunctionTable {
     /// Kptfile `exec:` programs declared pure (their results are cached).
     #[serde(default, rename = "exec")]
     pub execs: Vec<ExecEntry>,
+    /// `[cache]`: the cache shared between machines.
+    #[serde(default)]
+    pub cache: CacheSettings,
+}
+
+/// `[cache]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSettings {
+    /// The remote cache's URL (`--remote-cache` wins).
+    pub remote: Option<String>,
+    /// `read` or `read-write` (`--remote-cache-mode` wins).
+    pub mode: Option<String>,
 }
 
 /// `[[exec]]`: a program that Kptfile `exec:` steps run.

@@ -1,0 +1,247 @@
+//! The remote cache: a second "machine" (the same checkout path, an empty
+//! local cache) renders from what the first pushed, running nothing, with
+//! byte-identical output; a damaged remote value is never served; a remote
+//! that is down, or dies mid-render, costs one warning and nothing else.
+//! The Redis tests start a real `redis-server` on 127.0.0.1 (installed by
+//! `.ci/run`); without one they fail, unless `KRENDER_SKIP_SERVICES=1`.
+
+use crate::engine_actions::generate;
+use crate::support::{copy_dir, normalize_durations, snapshot};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+/// A generated tree (kept pristine) and the checkout path every machine
+/// renders it at.
+struct Fleet {
+    temp: tempfile::TempDir,
+    orig: PathBuf,
+    tree: PathBuf,
+}
+
+/// What one machine's render left: exit code, stderr (durations
+/// normalised), the tree's files and `--stats`.
+struct Rendered {
+    code: Option<i32>,
+    stderr: String,
+    files: BTreeMap<String, Vec<u8>>,
+    stats: serde_json::Value,
+}
+
+impl Fleet {
+    fn new(fanout: usize) -> Fleet {
+        let temp = tempfile::tempdir().unwrap();
+        let orig = temp.path().join("orig");
+        generate(&orig, fanout, false);
+        let tree = temp.path().join("checkout");
+        Fleet { temp, orig, tree }
+    }
+
+    /// A fresh machine: the checkout copied anew, the local cache `cache`
+    /// (empty unless a test reuses it).
+    fn render(&self, cache: &str, extra: &[&str]) -> Rendered {
+        self.render_with(cache, extra, |_| {})
+    }
+
+    fn render_with(&self, cache: &str, extra: &[&str], during: impl FnOnce(&Child)) -> Rendered {
+        let _ = std::fs::remove_dir_all(&self.tree);
+        copy_dir(&self.orig, &self.tree);
+        let stats = self.temp.path().join("stats.json");
+        let child = Command::new(env!("CARGO_BIN_EXE_krender"))
+            .args(["fn", "render"])
+            .arg(&self.tree)
+            .arg("--cache-dir")
+            .arg(self.temp.path().join(cache))
+            .arg("--stats")
+            .arg(&stats)
+            .args(extra)
+            .env("KRENDER_CONFIG", self.temp.path().join("no-render.toml"))
+            .env_remove("KRENDER_REMOTE_CACHE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        during(&child);
+        let output: Output = child.wait_with_output().unwrap();
+        Rendered {
+            code: output.status.code(),
+            stderr: normalize_durations(&String::from_utf8_lossy(&output.stderr)),
+            files: snapshot(&self.tree),
+            stats: serde_json::from_slice(&std::fs::read(&stats).unwrap_or_default())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("file://{}", self.temp.path().join("remote").display())
+    }
+}
+
+fn warnings(stderr: &str) -> usize {
+    stderr.matches("krender: warning: remote cache").count()
+}
+
+#[test]
+fn a_second_machine_runs_nothing_from_a_file_remote() {
+    let fleet = Fleet::new(3);
+    let url = fleet.url();
+    let first = fleet.render("cache-1", &["--remote-cache", &url]);
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert_eq!(first.stats["pipelines_run"], 13);
+    // 13 package runs, and the 9 leaves' starlark results.
+    assert_eq!(first.stats["remote"]["pushes"], 13 + 9, "{}", first.stats);
+    let second = fleet.render("cache-2", &["--remote-cache", &url]);
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    assert_eq!(second.stats["pipelines_run"], 0, "{}", second.stats);
+    assert_eq!(second.files, first.files);
+    assert_eq!(second.stderr, first.stderr);
+    assert_eq!(warnings(&second.stderr), 0);
+    // Read-only (a pull request): served, nothing pushed.
+    let reader = fleet.render(
+        "cache-3",
+        &["--remote-cache", &url, "--remote-cache-mode", "read"],
+    );
+    assert_eq!(reader.stats["pipelines_run"], 0);
+    assert_eq!(reader.files, first.files);
+    let pushed_before = snapshot(&fleet.temp.path().join("remote")).len();
+    std::fs::write(
+        fleet.orig.join("config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: changed\n",
+    )
+    .unwrap();
+    let edited = fleet.render(
+        "cache-4",
+        &["--remote-cache", &url, "--remote-cache-mode", "read"],
+    );
+    assert_eq!(edited.code, Some(0));
+    assert_eq!(edited.stats["pipelines_run"], 1, "only the root ran");
+    assert_eq!(
+        snapshot(&fleet.temp.path().join("remote")).len(),
+        pushed_before
+    );
+}
+
+#[test]
+fn a_damaged_remote_value_is_never_served() {
+    let fleet = Fleet::new(2);
+    let url = fleet.url();
+    let first = fleet.render("cache-1", &["--remote-cache", &url]);
+    assert_eq!(first.code, Some(0));
+    for file in snapshot(&fleet.temp.path().join("remote")).into_keys() {
+        let path = fleet.temp.path().join("remote").join(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x20;
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let second = fleet.render("cache-2", &["--remote-cache", &url]);
+    assert_eq!(second.code, Some(0));
+    assert_eq!(second.stats["pipelines_run"], 7, "everything ran again");
+    assert_eq!(second.stats["remote"]["hits"], 0);
+    assert_eq!(second.files, first.files);
+    assert_eq!(warnings(&second.stderr), 1, "{}", second.stderr);
+    assert!(
+        second
+            .stderr
+            .contains("failed their digest and were ignored")
+    );
+}
+
+#[test]
+fn a_dead_remote_costs_one_warning() {
+    let fleet = Fleet::new(2);
+    let reference = fleet.render("reference", &["--no-cache"]);
+    let port = free_port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let started = Instant::now();
+    let dead = fleet.render("cache-1", &["--remote-cache", &url]);
+    assert_eq!(dead.code, Some(0), "{}", dead.stderr);
+    assert_eq!(dead.files, reference.files);
+    assert_eq!(warnings(&dead.stderr), 1, "{}", dead.stderr);
+    assert!(dead.stderr.contains("unavailable"), "{}", dead.stderr);
+    assert_eq!(dead.stats["remote"]["gave_up"], true);
+    // The breaker stops the retries: a few bounded timeouts at worst.
+    assert!(started.elapsed() < Duration::from_secs(20));
+    // A URL no store answers to is a command error, before anything runs.
+    let bad = fleet.render("cache-2", &["--remote-cache", "nosuchstore://x"]);
+    assert_eq!(bad.code, Some(1));
+    assert!(
+        bad.stderr.contains("remote cache nosuchstore://x"),
+        "{}",
+        bad.stderr
+    );
+}
+
+/// A Redis server on a free port, stopped when dropped.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Option<Redis> {
+        if std::env::var_os("KRENDER_SKIP_SERVICES").is_some() {
+            return None;
+        }
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed for the remote cache tests (.ci/run installs it; KRENDER_SKIP_SERVICES=1 skips them)");
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Redis { child, port })
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .unwrap()
+}
+
+#[test]
+fn a_second_machine_runs_nothing_from_redis_and_survives_its_death() {
+    let Some(mut redis) = Redis::start() else {
+        return;
+    };
+    let fleet = Fleet::new(4);
+    let url = redis.url();
+    let first = fleet.render("cache-1", &["--remote-cache", &url]);
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    // 21 package runs, and the 16 leaves' starlark results.
+    assert_eq!(first.stats["remote"]["pushes"], 21 + 16, "{}", first.stats);
+    let second = fleet.render("cache-2", &["--remote-cache", &url]);
+    assert_eq!(second.stats["pipelines_run"], 0, "{}", second.stats);
+    assert_eq!(second.files, first.files);
+    assert_eq!(second.stderr, first.stderr);
+    // Redis killed while a third machine renders: it goes on without it.
+    let third = fleet.render_with("cache-3", &["--remote-cache", &url], |_| {
+        std::thread::sleep(Duration::from_millis(30));
+        let _ = redis.child.kill();
+        let _ = redis.child.wait();
+    });
+    assert_eq!(third.code, Some(0), "{}", third.stderr);
+    assert_eq!(third.files, first.files);
+    assert!(warnings(&third.stderr) <= 1, "{}", third.stderr);
+}
