@@ -245,3 +245,68 @@ fn a_second_machine_runs_nothing_from_redis_and_survives_its_death() {
     assert_eq!(third.files, first.files);
     assert!(warnings(&third.stderr) <= 1, "{}", third.stderr);
 }
+
+/// Four shards in parallel, then the final render: byte-identical to one
+/// render, the shards write nothing in place, and the final render runs
+/// only the packages above the cut.
+#[test]
+fn four_shards_and_a_final_render_equal_one_render() {
+    let fleet = Fleet::new(4);
+    let single = fleet.render("single", &["--no-cache"]);
+    assert_eq!(single.code, Some(0));
+    let url = fleet.url();
+    let _ = std::fs::remove_dir_all(&fleet.tree);
+    copy_dir(&fleet.orig, &fleet.tree);
+    let shards: Vec<Child> = (1..=4)
+        .map(|k| {
+            Command::new(env!("CARGO_BIN_EXE_krender"))
+                .args(["fn", "render"])
+                .arg(&fleet.tree)
+                .args(["--shard", &format!("{k}/4"), "--remote-cache", &url])
+                .arg("--cache-dir")
+                .arg(fleet.temp.path().join(format!("shard-{k}")))
+                .env("KRENDER_CONFIG", fleet.temp.path().join("no-render.toml"))
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut above = None;
+    let mut sharded = 0;
+    for shard in shards {
+        let output = shard.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        // "shard K/4: P of T packages ... the final render runs the A above the cut"
+        let words: Vec<&str> = stderr.split_whitespace().collect();
+        sharded += words[2].parse::<usize>().unwrap();
+        above = words
+            .iter()
+            .rev()
+            .nth(3)
+            .and_then(|a| a.parse::<usize>().ok());
+    }
+    assert_eq!(
+        snapshot(&fleet.tree),
+        snapshot(&fleet.orig),
+        "a shard wrote in place"
+    );
+    let above = above.unwrap();
+    assert_eq!(
+        sharded + above,
+        21,
+        "every package in one shard or above the cut"
+    );
+    let last = fleet.render("final", &["--remote-cache", &url]);
+    assert_eq!(last.code, Some(0), "{}", last.stderr);
+    assert_eq!(last.files, single.files);
+    assert_eq!(last.stats["pipelines_run"], above, "{}", last.stats);
+    // Without a remote a shard has nowhere to leave its runs.
+    let lonely = fleet.render("lonely", &["--shard", "1/2"]);
+    assert_eq!(lonely.code, Some(1));
+    assert!(
+        lonely.stderr.contains("--shard needs a remote cache"),
+        "{}",
+        lonely.stderr
+    );
+}

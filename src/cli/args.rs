@@ -151,6 +151,11 @@ pub struct FnRenderArgs {
     /// into DIR, per package (krender-only).
     #[arg(long = "trace", value_name = "DIR")]
     pub trace: Option<PathBuf>,
+    /// Render only part K of N of a depth-first tree into the remote cache,
+    /// writing nothing; a final render without it then runs only what is
+    /// above the cut (krender-only, CI matrices).
+    #[arg(long = "shard", value_name = "K/N", conflicts_with_all = ["output", "check", "trace"])]
+    pub shard: Option<crate::engine::shard::ShardSpec>,
 }
 
 /// Flags of `fn render` that `watch` shares.

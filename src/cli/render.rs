@@ -133,6 +133,9 @@ pub(super) fn run(
         print_report(&Report::Command(message), err);
         return 1;
     }
+    if let Some(spec) = command.shard {
+        return render_shard(args, &root, spec, interrupts, err);
+    }
     let results_dir = args.results_dir.as_ref().map(|dir| absolute(dir));
     // Lifecycle (issue 8): lock the package and recover interrupted commits
     // before reading it; the lock is released when `_session` drops.
@@ -169,6 +172,94 @@ pub(super) fn run(
         }
     }
     code
+}
+
+/// `fn render --shard K/N`: part K of the tree into the remote cache,
+/// nothing written in place; a line saying what ran.
+fn render_shard(
+    args: &RenderArgs,
+    root: &Path,
+    spec: crate::engine::shard::ShardSpec,
+    interrupts: &Interrupts,
+    err: &mut dyn Write,
+) -> i32 {
+    let Some(cache_dir) = args.cache.options().resolved_dir() else {
+        print_report(
+            &Report::Command("--shard needs the action cache (it is off with --no-cache)".into()),
+            err,
+        );
+        return 1;
+    };
+    let remote = match super::cache::open_remote(&args.cache, &super::config_path(Some(root))) {
+        Ok(Some(remote)) => remote,
+        Ok(None) => {
+            let message = "--shard needs a remote cache (--remote-cache URL): the final render takes the shards' runs from it";
+            print_report(&Report::Command(message.into()), err);
+            return 1;
+        }
+        Err(report) => {
+            print_report(&report, err);
+            return 1;
+        }
+    };
+    // Read-only: nothing is written in place.
+    let _session = match super::rpkg::open_for_render(root, false, err) {
+        Ok(session) => session,
+        Err(report) => {
+            print_report(&report, err);
+            return 1;
+        }
+    };
+    let kptfile = match hydrate::load_root(root) {
+        Ok(kptfile) => kptfile,
+        Err(error) => {
+            print_report(&Report::kptfile(&error), err);
+            return 1;
+        }
+    };
+    let (context, _) = render_context(
+        args,
+        root,
+        &kptfile,
+        Some(cache_dir),
+        Some(remote.clone()),
+        interrupts.cancel(),
+    );
+    let report = crate::engine::oneshot::render_shard(&context, args.jobs, &kptfile, spec);
+    if let Some(code) = interrupts.exit_code() {
+        let _ = writeln!(err, "{}", interrupts.message("render"));
+        return code;
+    }
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => {
+            print_report(&Report::Command(error.to_string()), err);
+            return 1;
+        }
+    };
+    let _ = writeln!(
+        err,
+        "shard {spec}: {} of {} packages in {} subtree(s): {} ran, {} from the cache, pushed to {}; the final render runs the {} above the cut",
+        report.packages,
+        report.total,
+        report.subtrees,
+        report.pipelines_run,
+        report.action_cache_hits,
+        remote.url(),
+        report.above_cut
+    );
+    if let Some(warning) = super::cache::remote_warning(&remote) {
+        let _ = writeln!(err, "{warning}");
+    }
+    if report.failed > 0 {
+        let _ = writeln!(
+            err,
+            "shard {spec}: {} package(s) failed or did not run; the final render reports why",
+            report.failed
+        );
+        return 1;
+    }
+    0
 }
 
 /// What `--stats FILE` writes: a JSON summary of one render.

@@ -9,4 +9,5 @@ pub mod oneshot;
 pub(crate) mod packs;
 pub mod remote;
 pub mod session;
+pub mod shard;
 pub mod stamps;

@@ -462,3 +462,128 @@ fn run_one(
         digest,
     }))
 }
+
+/// What a shard rendered (see [`super::shard`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShardReport {
+    /// Packages in the tree.
+    pub total: usize,
+    /// Packages in this shard's subtrees.
+    pub packages: usize,
+    /// Its subtrees.
+    pub subtrees: usize,
+    /// Packages above the cut (the final render runs them).
+    pub above_cut: usize,
+    /// Pipelines this shard ran.
+    pub pipelines_run: usize,
+    /// Pipelines answered from the action cache.
+    pub action_cache_hits: usize,
+    /// Pipelines that failed (not stored: the final render reports them).
+    pub failed: usize,
+}
+
+/// Why a shard cannot be rendered.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[diagnostic(code(krender::engine::shard))]
+pub enum ShardError {
+    /// Shards are made of whole depth-first subtrees.
+    #[error(
+        "--shard renders depth-first trees; {0} is rendered breadth-first (kpt.dev/bfs-rendering)"
+    )]
+    Bfs(PathBuf),
+    /// The runs reach the final render only through the action cache.
+    #[error("--shard needs the action cache (it is off with --no-cache)")]
+    NoCache,
+    /// The tree does not read whole.
+    #[error("the package tree at {0} does not read whole; render it without --shard to see why")]
+    Unreadable(PathBuf),
+}
+
+/// Renders part `spec` of the tree at `context.root` into the action cache
+/// (and its remote): whole subtrees below the cut, leaves first, nothing
+/// written in place and no walk.
+pub fn render_shard(
+    context: &RenderContext,
+    jobs: Option<usize>,
+    root_kptfile: &Kptfile,
+    spec: super::shard::ShardSpec,
+) -> Result<ShardReport, ShardError> {
+    if root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION) {
+        return Err(ShardError::Bfs(context.root.clone()));
+    }
+    let actions = context.actions.as_deref().ok_or(ShardError::NoCache)?;
+    let scanned = scan_tree(&context.root, root_kptfile, None)
+        .ok_or_else(|| ShardError::Unreadable(context.root.clone()))?;
+    let index: BTreeMap<&Path, usize> = scanned
+        .iter()
+        .enumerate()
+        .map(|(i, pkg)| (pkg.path.as_path(), i))
+        .collect();
+    let children: Vec<Vec<usize>> = scanned
+        .iter()
+        .map(|pkg| {
+            pkg.children
+                .iter()
+                .filter_map(|child| index.get(child.as_path()).copied())
+                .collect()
+        })
+        .collect();
+    let names: Vec<String> = scanned.iter().map(|pkg| path_key(&pkg.path)).collect();
+    let plan = super::shard::plan(&children, &names, spec.count);
+    let mine = plan
+        .subtrees
+        .get(spec.index.saturating_sub(1))
+        .cloned()
+        .unwrap_or_default();
+    // Every package of this shard's subtrees, and their schedule.
+    let mut members = Vec::new();
+    let mut stack = mine.clone();
+    while let Some(package) = stack.pop() {
+        members.push(package);
+        stack.extend(children.get(package).into_iter().flatten());
+    }
+    let graph: BTreeMap<String, Vec<String>> = members
+        .iter()
+        .map(|&i| {
+            let below = children[i].iter().map(|&c| names[c].clone()).collect();
+            (names[i].clone(), below)
+        })
+        .collect();
+    let by_name: BTreeMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.as_str(), i))
+        .collect();
+    let schedule: Vec<Vec<usize>> = levels(&graph)
+        .unwrap_or_default()
+        .iter()
+        .map(|level| {
+            level
+                .iter()
+                .filter_map(|name| by_name.get(name.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    let tree = Tree {
+        scanned: &scanned,
+        children: &children,
+        levels: &schedule,
+    };
+    let slots = run_tree(context, &tree, Some(actions), true, jobs, None);
+    actions.finish();
+    let mut report = ShardReport {
+        total: scanned.len(),
+        packages: members.len(),
+        subtrees: mine.len(),
+        above_cut: plan.above.len(),
+        ..ShardReport::default()
+    };
+    for &member in &members {
+        match slots.get(member) {
+            Some(Slot::Done(done)) if done.hit => report.action_cache_hits += 1,
+            Some(Slot::Done(done)) if done.run.output.is_ok() => report.pipelines_run += 1,
+            _ => report.failed += 1,
+        }
+    }
+    Ok(report)
+}
