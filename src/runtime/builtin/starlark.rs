@@ -598,7 +598,7 @@ fn scalar_to_value<'v>(node: &Node, heap: Heap<'v>) -> Value<'v> {
 }
 
 /// go-yaml v3's integer forms: decimal, `0b`, `0o`, `0x`, underscores.
-fn parse_go_int(text: &str) -> Option<i64> {
+pub(crate) fn parse_go_int(text: &str) -> Option<i64> {
     let cleaned: String = text.chars().filter(|&c| c != '_').collect();
     let (negative, digits) = match cleaned.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -620,7 +620,8 @@ fn parse_go_int(text: &str) -> Option<i64> {
     i64::try_from(value).ok()
 }
 
-fn parse_go_float(text: &str) -> Option<f64> {
+/// go-yaml v3's float forms, `.inf` and `.nan` spellings included.
+pub(crate) fn parse_go_float(text: &str) -> Option<f64> {
     match text {
         ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => Some(f64::INFINITY),
         "-.inf" | "-.Inf" | "-.INF" => Some(f64::NEG_INFINITY),
@@ -707,7 +708,7 @@ fn value_to_node(value: Value<'_>, depth: usize) -> Result<Node, String> {
 }
 
 /// A string scalar as go-yaml v3 `Marshal` styles it.
-fn string_node(text: &str) -> Node {
+pub(crate) fn string_node(text: &str) -> Node {
     let mut node = Node::new_string(text);
     if text.contains('\n') {
         node.style = Style::LITERAL;
@@ -719,7 +720,7 @@ fn string_node(text: &str) -> Node {
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)` with go-yaml's spellings of
 /// the special values.
-fn go_format_float(value: f64) -> String {
+pub(crate) fn go_format_float(value: f64) -> String {
     if value.is_nan() {
         return ".nan".to_owned();
     }
