@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use starlark::environment::{FrozenModule, Globals, GlobalsBuilder, LibraryExtension, Module};
 use starlark::eval::{Evaluator, FileLoader};
-use starlark::syntax::{AstModule, Dialect};
+use starlark::syntax::{AstModule, Dialect, DialectTypes};
 use starlark::values::dict::{AllocDict, DictRef};
 use starlark::values::float::StarlarkFloat;
 use starlark::values::list::{AllocList, ListRef};
@@ -28,6 +28,9 @@ use starlark::values::tuple::TupleRef;
 use starlark::values::{Heap, UnpackValue, Value};
 
 use crate::yaml::alias::AliasBudget;
+use while_loops::Rewritten;
+
+mod while_loops;
 use starlark::{ErrorKind, PrintHandler};
 
 use super::sdk::{FUNCTION_FAILURE, FnResult, Outcome, ResourceList, split_api_version};
@@ -170,11 +173,14 @@ impl PrintHandler for Printer<'_> {
 }
 
 /// The dialect of go.starlark.net as the catalog function configures it.
+/// (`while` loops, which no `Dialect` offers, are rewritten by
+/// [`while_loops`]; type annotations are not Starlark in Go.)
 fn dialect() -> Dialect {
     Dialect {
         enable_top_level_stmt: true,
         enable_keyword_only_arguments: true,
         enable_load: true,
+        enable_types: DialectTypes::Disable,
         ..Dialect::Extended
     }
 }
@@ -192,13 +198,18 @@ fn execute(
     limits: Limits,
     printed: &RefCell<String>,
 ) -> Result<Vec<Node>, String> {
-    let ast = AstModule::parse(&program.name, program.source.clone(), &dialect())
-        .map_err(|err| describe_error(&program.name, &err))?;
-    let globals = GlobalsBuilder::extended_by(&[
+    let rewritten = while_loops::rewrite(&program.source);
+    let describe = |err: &starlark::Error| describe_error(&program.name, err, Some(&rewritten));
+    let ast = AstModule::parse(&program.name, rewritten.source.clone(), &dialect())
+        .map_err(|err| describe(&err))?;
+    // go.starlark.net's universe, `set` included (`resolve.AllowSet`): a
+    // program that calls `struct`, `map`, `filter` or an unloaded `json`
+    // fails to compile there, and so here.
+    let globals =
+        GlobalsBuilder::extended_by(&[LibraryExtension::Print, LibraryExtension::SetType]).build();
+    // What the bundled libraries are built with.
+    let library_globals = GlobalsBuilder::extended_by(&[
         LibraryExtension::StructType,
-        LibraryExtension::Print,
-        LibraryExtension::Map,
-        LibraryExtension::Filter,
         LibraryExtension::SetType,
         LibraryExtension::Json,
     ])
@@ -243,7 +254,9 @@ fn execute(
         module.set(RESOURCE_LIST_SLOT, resource_list);
 
         let printer = Printer(printed);
-        let libraries = Libraries { globals: &globals };
+        let libraries = Libraries {
+            globals: &library_globals,
+        };
         let mut eval = Evaluator::new(&module);
         eval.set_loader(&libraries);
         eval.set_print_handler(&printer);
@@ -262,8 +275,15 @@ fn execute(
         if let Some(deadline) = limits.deadline {
             eval.set_check_cancelled(Box::new(move || Instant::now() >= deadline));
         }
+        // The endless range the rewritten `while` loops iterate.
+        if let Some((_, range)) = globals.iter().find(|(name, _)| *name == "range") {
+            let forever = eval
+                .eval_function(range.to_value(), &[heap.alloc(i32::MAX)], &[])
+                .map_err(|err| describe(&err))?;
+            module.set(while_loops::FOREVER, forever);
+        }
         eval.eval_module(ast, &globals)
-            .map_err(|err| describe_error(&program.name, &err))?;
+            .map_err(|err| describe(&err))?;
         drop(eval);
 
         let resource_list = module
@@ -384,16 +404,31 @@ impl Libraries<'_> {
 }
 
 /// go.starlark.net's wording for an error, with `name:L:C:` positions for
-/// compile-time errors.
-fn describe_error(name: &str, err: &starlark::Error) -> String {
+/// compile-time errors (in the program as written, before its `while`
+/// loops were rewritten).
+fn describe_error(name: &str, err: &starlark::Error, rewritten: Option<&Rewritten>) -> String {
     let bare = err.without_diagnostic().to_string();
     let position = err.span().map(|span| {
-        let resolved = span.resolve_span();
-        format!(
-            "{name}:{}:{}",
-            resolved.begin.line + 1,
-            resolved.begin.column + 1
-        )
+        let in_program = rewritten.filter(|rewritten| span.file.source() == rewritten.source);
+        let (line, column) = match in_program {
+            Some(rewritten) => {
+                let original = rewritten.original();
+                let offset = rewritten
+                    .original_offset(span.span.begin().get() as usize)
+                    .min(original.len());
+                let before = original.get(..offset).unwrap_or_default();
+                let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+                (
+                    before.matches('\n').count(),
+                    before[line_start..].chars().count(),
+                )
+            }
+            None => {
+                let resolved = span.resolve_span();
+                (resolved.begin.line, resolved.begin.column)
+            }
+        };
+        format!("{name}:{}:{}", line + 1, column + 1)
     });
     match err.kind() {
         ErrorKind::Fail(_) => bare,
@@ -487,13 +522,161 @@ fn go_runtime_message(message: &str) -> String {
     {
         return format!("key {key} not in dict");
     }
+    if let Some(rest) = first.strip_prefix("Local variable `")
+        && let Some(name) = rest.strip_suffix("` referenced before assignment")
+    {
+        return format!("local variable {name} referenced before assignment");
+    }
     if let Some(rest) = first.strip_prefix("Operation `") {
         let parts: Vec<&str> = rest.split('`').collect();
-        if let [op, " not supported for types ", left, " and ", right, ""] = parts.as_slice() {
-            return format!("unknown binary op: {left} {op} {right}");
+        match parts.as_slice() {
+            [op, " not supported for types ", left, " and ", right, ""] => {
+                return format!("unknown binary op: {left} {op} {right}");
+            }
+            ["len()", " not supported on type ", typ, ""] => {
+                return format!("len: value of type {typ} has no len");
+            }
+            ["call()", " not supported on type ", typ, ""] => {
+                return format!("invalid call of non-function ({typ})");
+            }
+            [op @ ("-" | "+" | "~"), " not supported on type ", typ, ""] => {
+                return format!("unknown unary op: {op} {typ}");
+            }
+            _ => {}
         }
     }
+    if let Some(rest) = first.strip_prefix("Object of type `") {
+        let parts: Vec<&str> = rest.split('`').collect();
+        if let [typ, " has no attribute ", name, ..] = parts.as_slice() {
+            return go_attribute_error(typ, name);
+        }
+    }
+    if let Some(rest) = first.strip_prefix("Value of type `")
+        && let Some(typ) = rest.strip_suffix("` is not hashable")
+    {
+        return format!("unhashable type: {typ}");
+    }
+    if first.starts_with("Floor division by zero: ") {
+        return "floored division by zero".to_owned();
+    }
+    if first.starts_with("float division by zero: ") {
+        return "floating-point division by zero".to_owned();
+    }
+    if first.starts_with("Modulo by zero: ") {
+        return "integer modulo by zero".to_owned();
+    }
+    if first == "Not enough arguments for format string" {
+        return "not enough arguments for format string".to_owned();
+    }
     first.to_owned()
+}
+
+/// go.starlark.net's `getAttr` error: `<type> has no .<name> field or
+/// method` (for a struct, starlarkstruct's `struct has no .<name>
+/// attribute`), with the spelling hint Go adds for values that have
+/// attributes.
+fn go_attribute_error(typ: &str, name: &str) -> String {
+    // The sorted `AttrNames` of the Go values a program meets.
+    let candidates: &[&str] = match typ {
+        "string" => &[
+            "capitalize",
+            "codepoint_ords",
+            "codepoints",
+            "count",
+            "elem_ords",
+            "elems",
+            "endswith",
+            "find",
+            "format",
+            "index",
+            "isalnum",
+            "isalpha",
+            "isdigit",
+            "islower",
+            "isspace",
+            "istitle",
+            "isupper",
+            "join",
+            "lower",
+            "lstrip",
+            "partition",
+            "removeprefix",
+            "removesuffix",
+            "replace",
+            "rfind",
+            "rindex",
+            "rpartition",
+            "rsplit",
+            "rstrip",
+            "split",
+            "splitlines",
+            "startswith",
+            "strip",
+            "title",
+            "upper",
+        ],
+        "list" => &[
+            "append", "clear", "extend", "index", "insert", "pop", "remove",
+        ],
+        "dict" => &[
+            "clear",
+            "get",
+            "items",
+            "keys",
+            "pop",
+            "popitem",
+            "setdefault",
+            "update",
+            "values",
+        ],
+        "set" => &[
+            "add",
+            "clear",
+            "difference",
+            "discard",
+            "intersection",
+            "issubset",
+            "issuperset",
+            "pop",
+            "remove",
+            "symmetric_difference",
+            "union",
+        ],
+        // `ctx`, the only struct a program sees.
+        "struct" => &["environment", "open_api", "resource_list"],
+        _ => return format!("{typ} has no .{name} field or method"),
+    };
+    let message = if typ == "struct" {
+        format!("struct has no .{name} attribute")
+    } else {
+        format!("{typ} has no .{name} field or method")
+    };
+    match nearest(name, candidates) {
+        Some(hint) => format!("{message} (did you mean .{hint}?)"),
+        None => message,
+    }
+}
+
+/// go.starlark.net's `spell.Nearest`: the first candidate within fewer
+/// edits than half the name's length, underscores and case ignored.
+fn nearest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let fold = |text: &str| -> String {
+        text.chars()
+            .filter(|&c| c != '_')
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let name = fold(name);
+    let mut best = None;
+    let mut best_distance = name.len().div_ceil(2);
+    for &candidate in candidates {
+        let distance = strsim::levenshtein(&name, &fold(candidate));
+        if distance < best_distance {
+            best_distance = distance;
+            best = Some(candidate);
+        }
+    }
+    best
 }
 
 /// How deep a value may nest on its way between nodes and starlark values:
@@ -598,7 +781,7 @@ fn scalar_to_value<'v>(node: &Node, heap: Heap<'v>) -> Value<'v> {
 }
 
 /// go-yaml v3's integer forms: decimal, `0b`, `0o`, `0x`, underscores.
-fn parse_go_int(text: &str) -> Option<i64> {
+pub(crate) fn parse_go_int(text: &str) -> Option<i64> {
     let cleaned: String = text.chars().filter(|&c| c != '_').collect();
     let (negative, digits) = match cleaned.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -620,7 +803,8 @@ fn parse_go_int(text: &str) -> Option<i64> {
     i64::try_from(value).ok()
 }
 
-fn parse_go_float(text: &str) -> Option<f64> {
+/// go-yaml v3's float forms, `.inf` and `.nan` spellings included.
+pub(crate) fn parse_go_float(text: &str) -> Option<f64> {
     match text {
         ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => Some(f64::INFINITY),
         "-.inf" | "-.Inf" | "-.INF" => Some(f64::NEG_INFINITY),
@@ -707,7 +891,7 @@ fn value_to_node(value: Value<'_>, depth: usize) -> Result<Node, String> {
 }
 
 /// A string scalar as go-yaml v3 `Marshal` styles it.
-fn string_node(text: &str) -> Node {
+pub(crate) fn string_node(text: &str) -> Node {
     let mut node = Node::new_string(text);
     if text.contains('\n') {
         node.style = Style::LITERAL;
@@ -719,7 +903,7 @@ fn string_node(text: &str) -> Node {
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)` with go-yaml's spellings of
 /// the special values.
-fn go_format_float(value: f64) -> String {
+pub(crate) fn go_format_float(value: f64) -> String {
     if value.is_nan() {
         return ".nan".to_owned();
     }
@@ -926,6 +1110,129 @@ mod engine_tests {
             error_of(source),
             "httpbin-gen:3:73: got newline, want primary expression"
         );
+    }
+
+    /// What go.starlark.net allows under the options the catalog function
+    /// sets (`resolve.AllowSet`, `AllowGlobalReassign`, `AllowRecursion`;
+    /// kptdev/krm-functions-catalog functions/go/starlark/third_party/.../
+    /// starlark.go): `while` loops, top-level `if`/`for` and reassignment,
+    /// recursion, `set()`, and `%` formatting.
+    #[test]
+    fn the_catalog_functions_non_standard_features_run() {
+        let source = r#"
+def fact(n):
+    return 1 if n <= 1 else n * fact(n - 1)
+
+def countdown(n):
+    out = []
+    while n > 0:
+        out.append(n)
+        n -= 1
+    return out
+
+i = 0
+while i < 5:
+    i += 1
+    if i == 2:
+        continue
+    if i == 4:
+        break
+total = 0
+for x in [1, 2, 3]:
+    total += x
+if total == 6:
+    total = "six"
+s = set(["foo", "bar"])
+print(s)
+print(len(s))
+print("%s-%d-%r-%x" % ("a", 7, "q", 255))
+checks = [fact(5) == 120, countdown(3) == [3, 2, 1], i == 4, total == "six"]
+if not all(checks):
+    fail("checks: %s" % checks)
+"#;
+        let (result, printed) = run_source(source, Limits::default());
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(printed, "set([\"foo\", \"bar\"])\n2\na-7-\"q\"-ff\n");
+    }
+
+    #[test]
+    fn endless_while_loops_stop_at_the_step_budget() {
+        let limits = Limits {
+            max_ticks: 10_000,
+            deadline: None,
+        };
+        assert!(run_source("while True:\n    pass\n", limits).0.is_err());
+    }
+
+    /// Positions are those of the program as written, not as rewritten.
+    #[test]
+    fn errors_near_while_loops_point_at_the_written_text() {
+        assert_eq!(
+            error_of("i = 0\nwhile i < 1:\n    i += 1\nx = y\n"),
+            "httpbin-gen:4:5: undefined: y"
+        );
+        assert_eq!(
+            error_of("while k < 1: j = 1\n"),
+            "httpbin-gen:1:7: undefined: k"
+        );
+        assert_eq!(
+            error_of("def f():\n    while j < 1:\n        j = 1\nf()\n"),
+            "local variable j referenced before assignment"
+        );
+    }
+
+    /// go.starlark.net's texts for the common runtime errors.
+    #[test]
+    fn runtime_errors_use_go_wording() {
+        for (source, expected) in [
+            ("1 // 0\n", "floored division by zero"),
+            ("1 / 0\n", "floating-point division by zero"),
+            ("1 % 0\n", "integer modulo by zero"),
+            ("None.x\n", "NoneType has no .x field or method"),
+            ("len(1)\n", "len: value of type int has no len"),
+            ("x = 1\nx()\n", "invalid call of non-function (int)"),
+            ("-'a'\n", "unknown unary op: - string"),
+            ("d = {[1]: 2}\n", "unhashable type: list"),
+            ("'%s %s' % (1,)\n", "not enough arguments for format string"),
+            (
+                "x = []\nx.apend(1)\n",
+                "list has no .apend field or method (did you mean .append?)",
+            ),
+            (
+                "'a'.strp()\n",
+                "string has no .strp field or method (did you mean .strip?)",
+            ),
+            (
+                "{}.nothing_like_it\n",
+                "dict has no .nothing_like_it field or method",
+            ),
+            (
+                "ctx.resource_lists\n",
+                "struct has no .resource_lists attribute (did you mean .resource_list?)",
+            ),
+        ] {
+            assert_eq!(error_of(source), expected, "{source:?}");
+        }
+    }
+
+    /// Type annotations are not go.starlark.net syntax.
+    #[test]
+    fn type_annotations_are_syntax_errors() {
+        // (Go's text is `got ':', want ')'`; the rejection is what matters.)
+        assert_ne!(error_of("def f(x: int):\n    return x\n"), "succeeded");
+        assert_eq!(error_of("def f(x):\n    return x\nf(1)\n"), "succeeded");
+    }
+
+    /// Only go.starlark.net's universe is predeclared: no `struct`, `map`,
+    /// `filter` or unloaded `json`.
+    #[test]
+    fn builtins_go_does_not_predeclare_are_undefined() {
+        for name in ["struct", "map", "filter", "json"] {
+            assert_eq!(
+                error_of(&format!("x = {name}\n")),
+                format!("httpbin-gen:1:5: undefined: {name}")
+            );
+        }
     }
 
     #[test]
