@@ -2,8 +2,11 @@
 //! local cache) renders from what the first pushed, running nothing, with
 //! byte-identical output; a damaged remote value is never served; a remote
 //! that is down, or dies mid-render, costs one warning and nothing else.
-//! The Redis tests start a real `redis-server` on 127.0.0.1 (installed by
-//! `.ci/run`); without one they fail, unless `KRENDER_SKIP_SERVICES=1`.
+//! The stores are real: a directory, a GET/PUT-only HTTP server
+//! (tests/http-cache.py), `redis-server` and moto's S3 server on 127.0.0.1
+//! (the last two installed by `.ci/run`); without them those tests fail,
+//! unless `KRENDER_SKIP_SERVICES=1`. Sharded renders, depth- and
+//! breadth-first, end byte-identical to one render.
 
 use crate::engine_actions::generate;
 use crate::support::{copy_dir, normalize_durations, snapshot};
@@ -31,9 +34,13 @@ struct Rendered {
 
 impl Fleet {
     fn new(fanout: usize) -> Fleet {
+        Fleet::generated(fanout, false)
+    }
+
+    fn generated(fanout: usize, bfs: bool) -> Fleet {
         let temp = tempfile::tempdir().unwrap();
         let orig = temp.path().join("orig");
-        generate(&orig, fanout, false);
+        generate(&orig, fanout, bfs);
         let tree = temp.path().join("checkout");
         Fleet { temp, orig, tree }
     }
@@ -120,6 +127,50 @@ fn a_second_machine_runs_nothing_from_a_file_remote() {
         snapshot(&fleet.temp.path().join("remote")).len(),
         pushed_before
     );
+}
+
+/// bazel-remote's HTTP layout: a server that answers only GET and PUT of
+/// `/ac/<hex>` and `/cas/<hex>` (tests/http-cache.py) serves a second
+/// machine everything, and the client asks for nothing else.
+#[test]
+fn a_second_machine_runs_nothing_from_a_bazel_remote_http_cache() {
+    let fleet = Fleet::new(2);
+    let store = fleet.temp.path().join("http-store");
+    let log = fleet.temp.path().join("http.log");
+    let mut server = Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/http-cache.py"))
+        .arg(&store)
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs tests/http-cache.py");
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{}/", port.trim());
+    let first = fleet.render("cache-1", &["--remote-cache", &url]);
+    let second = fleet.render("cache-2", &["--remote-cache", &url]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert_eq!(warnings(&first.stderr), 0, "{}", first.stderr);
+    assert!(first.stats["remote"]["pushes"].as_u64() > Some(0), "{}", first.stats);
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    assert_eq!(second.stats["pipelines_run"], 0, "{}", second.stats);
+    assert_eq!(second.files, first.files);
+    let requests = std::fs::read_to_string(&log).unwrap();
+    for line in requests.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert!(
+            matches!(fields.as_slice(), ["GET", _, "200" | "404"] | ["PUT", _, "201"]),
+            "{line}"
+        );
+    }
+    assert!(requests.contains("PUT /ac/"), "{requests}");
+    assert!(requests.contains("GET /ac/"), "{requests}");
 }
 
 #[test]
@@ -220,6 +271,80 @@ fn free_port() -> u16 {
         .unwrap()
 }
 
+/// `s3://` with a custom endpoint and the usual AWS variables, against
+/// moto's S3 server (`pip install 'moto[server]'`, done by `.ci/run`).
+#[test]
+fn a_second_machine_runs_nothing_from_an_s3_bucket() {
+    if std::env::var_os("KRENDER_SKIP_SERVICES").is_some() {
+        return;
+    }
+    let port = free_port();
+    let mut moto = Command::new("moto_server")
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("moto_server must be installed for the S3 test (.ci/run installs it; KRENDER_SKIP_SERVICES=1 skips it)");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    // Make the bucket with a bare CreateBucket (moto accepts any keys).
+    let created = loop {
+        let status = std::net::TcpStream::connect(("127.0.0.1", port)).and_then(|mut stream| {
+            use std::io::{Read, Write};
+            write!(
+                stream,
+                "PUT /krender HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )?;
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer)?;
+            Ok(answer)
+        });
+        match status {
+            Ok(answer) => break answer,
+            Err(_) if started.elapsed() < Duration::from_secs(30) => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(error) => panic!("moto_server did not start: {error}"),
+        }
+    };
+    assert!(created.starts_with("HTTP/1.1 200"), "{created}");
+    let fleet = Fleet::new(2);
+    let url = format!("s3://krender/cache?endpoint={endpoint}");
+    let render = |cache: &str| {
+        let _ = std::fs::remove_dir_all(&fleet.tree);
+        copy_dir(&fleet.orig, &fleet.tree);
+        let stats = fleet.temp.path().join(format!("{cache}.json"));
+        let output = Command::new(env!("CARGO_BIN_EXE_krender"))
+            .args(["fn", "render"])
+            .arg(&fleet.tree)
+            .args(["--remote-cache", &url, "--cache-dir"])
+            .arg(fleet.temp.path().join(cache))
+            .arg("--stats")
+            .arg(&stats)
+            .env("KRENDER_CONFIG", fleet.temp.path().join("no-render.toml"))
+            .env("AWS_ACCESS_KEY_ID", "krender-test")
+            .env("AWS_SECRET_ACCESS_KEY", "krender-test-secret")
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .unwrap();
+        let stats: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&stats).unwrap_or_default()).unwrap_or_default();
+        (output, stats, snapshot(&fleet.tree))
+    };
+    let (first, first_stats, first_files) = render("cache-1");
+    let (second, second_stats, second_files) = render("cache-2");
+    let _ = moto.kill();
+    let _ = moto.wait();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(0), "{stderr}");
+    assert_eq!(warnings(&stderr), 0, "{stderr}");
+    assert!(!stderr.contains("krender-test-secret"));
+    assert!(first_stats["remote"]["pushes"].as_u64() > Some(0), "{first_stats}");
+    assert_eq!(second.status.code(), Some(0));
+    assert_eq!(second_stats["pipelines_run"], 0, "{second_stats}");
+    assert_eq!(second_files, first_files);
+}
+
 #[test]
 fn a_second_machine_runs_nothing_from_redis_and_survives_its_death() {
     let Some(mut redis) = Redis::start() else {
@@ -252,8 +377,37 @@ fn a_second_machine_runs_nothing_from_redis_and_survives_its_death() {
 #[test]
 fn four_shards_and_a_final_render_equal_one_render() {
     let fleet = Fleet::new(4);
+    let (above, last) = four_shards_then_final(&fleet);
+    assert_eq!(last.stats["pipelines_run"], above, "{}", last.stats);
+    // Without a remote a shard has nowhere to leave its runs.
+    let lonely = fleet.render("lonely", &["--shard", "1/2"]);
+    assert_eq!(lonely.code, Some(1));
+    assert!(
+        lonely.stderr.contains("--shard needs a remote cache"),
+        "{}",
+        lonely.stderr
+    );
+}
+
+/// Breadth-first, every shard runs the packages above the cut as well
+/// (they feed its subtrees), so the final render runs nothing, and its
+/// output is still one render's.
+#[test]
+fn breadth_first_shards_leave_the_final_render_nothing_to_run() {
+    let fleet = Fleet::generated(4, true);
+    let (_, last) = four_shards_then_final(&fleet);
+    assert_eq!(last.stats["pipelines_run"], 0, "{}", last.stats);
+    assert_eq!(last.stats["action_cache_hits"], 21, "{}", last.stats);
+}
+
+/// Renders the fleet's tree once without a cache, then as four shards in
+/// parallel and a final render through one remote; checks that the shards
+/// wrote nothing, that every package was in exactly one shard or above the
+/// cut, and that the final render equals the single one. Returns the
+/// number above the cut and the final render.
+fn four_shards_then_final(fleet: &Fleet) -> (usize, Rendered) {
     let single = fleet.render("single", &["--no-cache"]);
-    assert_eq!(single.code, Some(0));
+    assert_eq!(single.code, Some(0), "{}", single.stderr);
     let url = fleet.url();
     let _ = std::fs::remove_dir_all(&fleet.tree);
     copy_dir(&fleet.orig, &fleet.tree);
@@ -277,14 +431,12 @@ fn four_shards_and_a_final_render_equal_one_render() {
         let output = shard.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(0), "{stderr}");
-        // "shard K/4: P of T packages ... the final render runs the A above the cut"
+        // "shard K/4: P of T packages ...; the final render runs the A above the cut"
+        // or "...; the A above the cut ran here too (...)"
         let words: Vec<&str> = stderr.split_whitespace().collect();
         sharded += words[2].parse::<usize>().unwrap();
-        above = words
-            .iter()
-            .rev()
-            .nth(3)
-            .and_then(|a| a.parse::<usize>().ok());
+        let at = words.iter().rposition(|w| *w == "above").unwrap();
+        above = words[at - 1].parse::<usize>().ok();
     }
     assert_eq!(
         snapshot(&fleet.tree),
@@ -300,13 +452,5 @@ fn four_shards_and_a_final_render_equal_one_render() {
     let last = fleet.render("final", &["--remote-cache", &url]);
     assert_eq!(last.code, Some(0), "{}", last.stderr);
     assert_eq!(last.files, single.files);
-    assert_eq!(last.stats["pipelines_run"], above, "{}", last.stats);
-    // Without a remote a shard has nowhere to leave its runs.
-    let lonely = fleet.render("lonely", &["--shard", "1/2"]);
-    assert_eq!(lonely.code, Some(1));
-    assert!(
-        lonely.stderr.contains("--shard needs a remote cache"),
-        "{}",
-        lonely.stderr
-    );
+    (above, last)
 }

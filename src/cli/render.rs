@@ -237,16 +237,23 @@ fn render_shard(
             return 1;
         }
     };
+    let above = if report.ran_above_cut {
+        format!(
+            "the {} above the cut ran here too (breadth-first: they feed the subtrees)",
+            report.above_cut
+        )
+    } else {
+        format!("the final render runs the {} above the cut", report.above_cut)
+    };
     let _ = writeln!(
         err,
-        "shard {spec}: {} of {} packages in {} subtree(s): {} ran, {} from the cache, pushed to {}; the final render runs the {} above the cut",
+        "shard {spec}: {} of {} packages in {} subtree(s): {} ran, {} from the cache, pushed to {}; {above}",
         report.packages,
         report.total,
         report.subtrees,
         report.pipelines_run,
         report.action_cache_hits,
         remote.url(),
-        report.above_cut
     );
     if let Some(warning) = super::cache::remote_warning(&remote) {
         let _ = writeln!(err, "{warning}");

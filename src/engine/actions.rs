@@ -524,6 +524,9 @@ pub(crate) struct BfsRuns<'a> {
     pub(crate) actions: &'a ActionCache,
     pub(crate) options: &'a RenderOptions,
     pub(crate) save_on_failure: bool,
+    /// A sharded render's packages (above the cut and its own subtrees);
+    /// `None` runs every package.
+    pub(crate) only: Option<&'a std::collections::HashSet<PathBuf>>,
 }
 
 impl RunStore for BfsRuns<'_> {
@@ -565,6 +568,10 @@ impl RunStore for BfsRuns<'_> {
 
     fn store(&self, key: &str, run: &PackageRun) {
         self.actions.record(Some(key), run);
+    }
+
+    fn runs(&self, pkg: &Path) -> bool {
+        self.only.is_none_or(|only| only.contains(pkg))
     }
 }
 

@@ -9,7 +9,7 @@
 //! hydrate's walk then adopts the runs in kpt's order, exactly as it adopts
 //! a session's (see [`super::session`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -77,6 +77,7 @@ pub fn render_once(
             actions,
             options: &context.options,
             save_on_failure: context.save_on_failure,
+            only: None,
         });
     let hits_before = bfs_runs
         .as_ref()
@@ -480,17 +481,16 @@ pub struct ShardReport {
     pub action_cache_hits: usize,
     /// Pipelines that failed (not stored: the final render reports them).
     pub failed: usize,
+    /// A breadth-first shard also ran the packages above the cut (its
+    /// subtrees' inputs come from them), so the final render finds them
+    /// cached too.
+    pub ran_above_cut: bool,
 }
 
 /// Why a shard cannot be rendered.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 #[diagnostic(code(krender::engine::shard))]
 pub enum ShardError {
-    /// Shards are made of whole depth-first subtrees.
-    #[error(
-        "--shard renders depth-first trees; {0} is rendered breadth-first (kpt.dev/bfs-rendering)"
-    )]
-    Bfs(PathBuf),
     /// The runs reach the final render only through the action cache.
     #[error("--shard needs the action cache (it is off with --no-cache)")]
     NoCache,
@@ -500,17 +500,16 @@ pub enum ShardError {
 }
 
 /// Renders part `spec` of the tree at `context.root` into the action cache
-/// (and its remote): whole subtrees below the cut, leaves first, nothing
-/// written in place and no walk.
+/// (and its remote): whole subtrees below the cut, nothing written in
+/// place. Depth-first, leaves first and no walk; breadth-first, the walk
+/// over the packages above the cut and this shard's subtrees only.
 pub fn render_shard(
     context: &RenderContext,
     jobs: Option<usize>,
     root_kptfile: &Kptfile,
     spec: super::shard::ShardSpec,
 ) -> Result<ShardReport, ShardError> {
-    if root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION) {
-        return Err(ShardError::Bfs(context.root.clone()));
-    }
+    let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
     let actions = context.actions.as_deref().ok_or(ShardError::NoCache)?;
     let scanned = scan_tree(&context.root, root_kptfile, None)
         .ok_or_else(|| ShardError::Unreadable(context.root.clone()))?;
@@ -542,6 +541,51 @@ pub fn render_shard(
         members.push(package);
         stack.extend(children.get(package).into_iter().flatten());
     }
+    let mut report = ShardReport {
+        total: scanned.len(),
+        packages: members.len(),
+        subtrees: mine.len(),
+        above_cut: plan.above.len(),
+        ..ShardReport::default()
+    };
+    if bfs {
+        // Breadth-first, a subtree's input is what the packages above the
+        // cut left of it: the shard runs those too (from the cache when
+        // another shard got there first), then only its own subtrees.
+        let only: HashSet<PathBuf> = members
+            .iter()
+            .chain(&plan.above)
+            .filter_map(|&i| scanned.get(i).map(|pkg| pkg.path.clone()))
+            .collect();
+        let runs = BfsRuns {
+            actions,
+            options: &context.options,
+            save_on_failure: context.save_on_failure,
+            only: Some(&only),
+        };
+        let before = actions.stats();
+        let runtimes = Runtimes {
+            image: context.image.as_ref(),
+            exec: context.exec.as_ref(),
+            runs: Some(&runs),
+        };
+        let outcome = hydrate::hydrate_with(
+            &context.root,
+            root_kptfile.clone(),
+            &context.options,
+            runtimes,
+            &mut std::io::sink(),
+            Precomputed::default(),
+        );
+        actions.finish();
+        let after = actions.stats();
+        report.action_cache_hits = usize::try_from(after.hits - before.hits).unwrap_or(usize::MAX);
+        report.pipelines_run =
+            usize::try_from(after.misses - before.misses).unwrap_or(usize::MAX);
+        report.failed = usize::from(outcome.error.is_some());
+        report.ran_above_cut = true;
+        return Ok(report);
+    }
     let graph: BTreeMap<String, Vec<String>> = members
         .iter()
         .map(|&i| {
@@ -571,13 +615,6 @@ pub fn render_shard(
     };
     let slots = run_tree(context, &tree, Some(actions), true, jobs, None);
     actions.finish();
-    let mut report = ShardReport {
-        total: scanned.len(),
-        packages: members.len(),
-        subtrees: mine.len(),
-        above_cut: plan.above.len(),
-        ..ShardReport::default()
-    };
     for &member in &members {
         match slots.get(member) {
             Some(Slot::Done(done)) if done.hit => report.action_cache_hits += 1,

@@ -122,6 +122,13 @@ impl RemoteCache {
             .build()
             .map_err(|e| error(format!("cannot start its client: {e}")))?;
         let operator = operator_for(url).map_err(|e| error(e.to_string()))?;
+        // The operator's own HTTP client (s3, gs, azblob and http(s)
+        // speak HTTP), not a process-wide default.
+        let transport = opendal::HttpTransporter::new(
+            opendal_http_transport_reqwest::ReqwestTransport::default(),
+        );
+        let operator = operator
+            .with_context(opendal::OperationContext::new().with_http_transport(transport));
         let operator = operator.layer(
             opendal::layers::TimeoutLayer::new()
                 .with_timeout(OPERATION_TIMEOUT)
@@ -246,15 +253,22 @@ impl RemoteCache {
     }
 }
 
-/// The operator for `url`: `http(s)://` is a WebDAV store (nginx's, or
-/// bazel-remote's plain PUT/GET layout), anything else goes by its scheme
+/// The operator for `url`: `http(s)://` is bazel-remote's HTTP cache
+/// layout (GET and PUT of `ac/<hex>` and `cas/<hex>`, through OpenDAL's
+/// WebDAV client), anything else goes by its scheme
 /// through OpenDAL's registry (`file://` included).
 fn operator_for(url: &str) -> opendal::Result<opendal::Operator> {
-    opendal::install_default();
+    opendal::init_default_registry();
     if url.starts_with("http://") || url.starts_with("https://") {
+        // Plain GET and PUT: bazel-remote and most CI caches answer no
+        // MKCOL, and nginx's WebDAV makes the folders itself
+        // (`create_full_put_path`).
         return opendal::Operator::via_iter(
             "webdav",
-            [("endpoint".to_owned(), url.trim_end_matches('/').to_owned())],
+            [
+                ("endpoint".to_owned(), url.trim_end_matches('/').to_owned()),
+                ("disable_create_dir".to_owned(), "true".to_owned()),
+            ],
         );
     }
     opendal::Operator::from_uri(url)

@@ -1,7 +1,10 @@
 //! Sharded renders: `fn render ROOT --shard K/N` runs only the K-th of N
-//! balanced parts of a depth-first package tree and leaves the runs in the
-//! action cache (and its remote); a final render of ROOT then runs only the
-//! packages above the cut and takes the rest from the cache.
+//! balanced parts of a package tree and leaves the runs in the action cache
+//! (and its remote); a final render of ROOT then runs only the packages
+//! above the cut and takes the rest from the cache. Breadth-first, a
+//! subtree's input is what the packages above it left, so every shard runs
+//! those too (they are cached once one shard has), and the final render
+//! finds everything cached.
 //!
 //! The cut is made of whole subtrees: a package's run needs its
 //! subpackages' outputs, so a subtree is the smallest unit a machine can

@@ -120,6 +120,13 @@ pub trait RunStore: Sync {
     fn lookup(&self, key: &str) -> Option<PackageRun>;
     /// Keeps a successful run under `key`.
     fn store(&self, key: &str, run: &PackageRun);
+    /// Whether `pkg`'s pipeline runs in this render at all. A package the
+    /// store declines keeps its input as its output, silently: a sharded
+    /// render runs only its own part of the tree, and packages outside it
+    /// never touch that part's scopes.
+    fn runs(&self, _pkg: &Path) -> bool {
+        true
+    }
 }
 
 /// The evaluators for the two kinds of steps, and where BFS runs are kept.
@@ -390,6 +397,17 @@ fn stored_run(
     input: Vec<Node>,
     outer: &Path,
 ) -> PackageRun {
+    if !store.runs(&node.path) {
+        return PackageRun {
+            output: Ok(input),
+            log: Vec::new(),
+            mutation_steps: Vec::new(),
+            validation_steps: Vec::new(),
+            fn_results: Vec::new(),
+            executed: 0,
+            input_files: Vec::new(),
+        };
+    }
     let key = store.key(&node.path, &node.kptfile, &input);
     if let Some(run) = key.as_deref().and_then(|key| store.lookup(key)) {
         return run;
