@@ -92,6 +92,8 @@ data: {}
 }
 
 #[test]
+/// Read as PyYAML reads (plain `on: off` is `True: False`), written so
+/// that PyYAML reads the same values back.
 fn strings_yaml_1_1_reads_as_booleans_are_quoted() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
@@ -119,7 +121,7 @@ metadata: {schema: metadata/Document/v1, name: doc, layeringDefinition: {layer: 
 data:
   answer: \"YES\"
   time: \"1:20\"
-  \"on\": \"off\"
+  true: false
 "
     );
 }
@@ -171,4 +173,47 @@ fn collection_keys_are_an_error_not_a_blow_up() {
         assert!(stderr.contains("found unhashable key"), "{stderr}");
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
     }
+}
+
+/// Documents read as PyYAML reads them, and the output reads back through
+/// PyYAML (Deckhand's and Pegleg's reader) to the same values: the chart
+/// took the common document's three sections by substitution, and both
+/// documents' data equal what PyYAML makes of the input. Needs python3
+/// with PyYAML (`.ci/run` installs it).
+#[test]
+fn output_reads_back_through_pyyaml_to_the_values_pyyaml_read() {
+    let dir = fixtures().join("yaml11");
+    let (code, stdout, stderr) = run(&[dir.clone()]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let script = r#"
+import sys, yaml
+source = list(yaml.safe_load_all(open(sys.argv[1])))
+output = list(yaml.safe_load_all(sys.stdin))
+common = next(d for d in source if d["metadata"]["name"] == "common")["data"]
+chart = next(d for d in output if d["metadata"]["name"] == "chart")["data"]
+rendered_common = next(d for d in output if d["metadata"]["name"] == "common")["data"]
+assert rendered_common == common, (rendered_common, common)
+assert chart == {"values": {"rbac": False, **common}}, chart
+assert common["flags"] == {"enabled": True, "debug": False, "legacy": True, "strict": False, "letter": "y"}
+assert common["numbers"] == {"mode": 511, "mask": 31, "minutes": 80, "notoctal": "0o17", "exponent": "1e3"}
+assert common["strings"]["op"] == "=" and common["strings"]["serial"] == "0x0C0000300000C00003"
+print("ok")
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(dir.join("site.yaml"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    std::io::Write::write_all(child.stdin.as_mut().expect("stdin"), stdout.as_bytes())
+        .expect("write");
+    let output = child.wait_with_output().expect("python3 ends");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ok\n",
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

@@ -23,6 +23,7 @@ pub mod path;
 pub mod render;
 pub mod substitution;
 pub mod value;
+pub(crate) mod yaml11;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

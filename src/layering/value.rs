@@ -18,7 +18,8 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use indexmap::{Equivalent, IndexMap};
 
 use crate::yaml::node::tag;
-use crate::yaml::resolve::{self, resolve_plain};
+use super::yaml11;
+use crate::yaml::resolve::resolve_plain;
 use crate::yaml::{Node, NodeKind, Style};
 
 /// A mapping: keys in insertion order, as Python dicts keep them. Hashed
@@ -298,13 +299,17 @@ impl Value {
     fn from_scalar(scalar_tag: &str, text: &str) -> Value {
         match scalar_tag {
             tag::NULL => Value::Null,
-            tag::BOOL => Value::Bool(text.eq_ignore_ascii_case("true")),
+            tag::BOOL => Value::Bool(yaml11::parse_bool(text)),
             tag::INT => {
-                resolve::parse_int(text).map_or_else(|| Value::Str(text.to_owned()), Value::Int)
+                yaml11::parse_int(text).map_or_else(|| Value::Str(text.to_owned()), Value::Int)
             }
             tag::FLOAT => {
-                resolve::parse_float(text).map_or_else(|| Value::Str(text.to_owned()), Value::Float)
+                yaml11::parse_float(text).map_or_else(|| Value::Str(text.to_owned()), Value::Float)
             }
+            // `=` and `<<` as values: PyYAML's safe loader has no
+            // constructor for the first and merges only keys; as text they
+            // at least keep what was written.
+            yaml11::VALUE | tag::MERGE => Value::Str(text.to_owned()),
             tag::STR => Value::Str(text.to_owned()),
             other => Value::Tagged {
                 tag: other.to_owned(),
@@ -425,8 +430,10 @@ impl Value {
                 for (key, value) in map {
                     node.content.push(match key {
                         Key::Str(text) => string_node(text),
+                        // As PyYAML writes the key it read (`on` was
+                        // True, so it is written `true`).
                         Key::Scalar { tag: key_tag, text } => {
-                            Node::new_scalar(key_tag, text.clone())
+                            Value::from_scalar(key_tag, text).to_node()
                         }
                     });
                     node.content.push(value.to_node());
@@ -437,45 +444,17 @@ impl Value {
     }
 }
 
-/// A `!!str` node, double-quoted when a YAML 1.1 reader (PyYAML, hence
-/// Deckhand's own tooling) would read the plain text as something else:
-/// go-yaml v3 writes `YES`, `on` or `1:20` plain because they are strings in
-/// YAML 1.2, which would make them booleans and integers downstream.
+/// A `!!str` node, double-quoted when PyYAML (Deckhand's and Pegleg's
+/// reader) would read the plain text as something else: go-yaml v3 writes
+/// `YES`, `on`, `1:20`, `=` or a hex string beyond 64 bits plain because
+/// they are strings to it, which would make them booleans, integers or an
+/// unloadable `value` downstream.
 fn string_node(text: &str) -> Node {
     let mut node = Node::new_string(text.to_owned());
-    if is_yaml11_non_string(text) {
+    if yaml11::needs_quotes(text) {
         node.style.insert(Style::DOUBLE_QUOTED);
     }
     node
-}
-
-/// True for plain scalars that YAML 1.1 resolves to a bool or a
-/// sexagesimal number while YAML 1.2 keeps them as strings.
-fn is_yaml11_non_string(text: &str) -> bool {
-    const OLD_BOOLS: [&str; 22] = [
-        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
-        "OFF", "true", "True", "TRUE", "false", "False", "FALSE",
-    ];
-    if OLD_BOOLS.contains(&text) {
-        return true;
-    }
-    // Base 60: `[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?`.
-    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
-    let (whole, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
-    let mut parts = whole.split(':');
-    let Some(head) = parts.next() else {
-        return false;
-    };
-    let rest: Vec<&str> = parts.collect();
-    !rest.is_empty()
-        && head.starts_with(|c: char| c.is_ascii_digit())
-        && head.bytes().all(|b| b.is_ascii_digit() || b == b'_')
-        && rest.iter().all(|part| {
-            (1..=2).contains(&part.len())
-                && part.bytes().all(|b| b.is_ascii_digit())
-                && part.parse::<u32>().is_ok_and(|n| n < 60)
-        })
-        && fraction.bytes().all(|b| b.is_ascii_digit() || b == b'_')
 }
 
 #[derive(Clone, Copy)]
@@ -495,10 +474,12 @@ impl Number {
     }
 }
 
-/// The effective tag of a scalar node: its own, or the implicit one for a
-/// plain scalar built without a tag.
+/// The effective tag of a scalar node as PyYAML reads it: an explicit tag,
+/// `!!str` for a quoted or block scalar, else YAML 1.1's implicit tag for
+/// the plain text (the parser's go-yaml tag is not used: `on` and `0777`
+/// mean something else there).
 fn scalar_tag(node: &Node) -> &str {
-    if !node.tag.is_empty() {
+    if node.style.contains(Style::TAGGED) && !node.tag.is_empty() {
         return &node.tag;
     }
     let quoted = node.style.contains(Style::DOUBLE_QUOTED)
@@ -508,7 +489,7 @@ fn scalar_tag(node: &Node) -> &str {
     if quoted {
         tag::STR
     } else {
-        resolve_plain(&node.value)
+        yaml11::resolve(&node.value)
     }
 }
 
@@ -684,26 +665,37 @@ mod tests {
 
     #[test]
     fn yaml_1_1_lookalikes_are_quoted() {
-        assert!(is_yaml11_non_string("YES"));
-        assert!(is_yaml11_non_string("off"));
-        assert!(is_yaml11_non_string("1:20"));
-        assert!(is_yaml11_non_string("-1:20:30.5"));
-        assert!(!is_yaml11_non_string("1:60"));
-        assert!(!is_yaml11_non_string("a:1"));
-        assert!(!is_yaml11_non_string("yesterday"));
-        assert!(
-            Value::Str("YES".into())
-                .to_node()
-                .style
-                .contains(Style::DOUBLE_QUOTED)
-        );
+        for text in ["YES", "off", "1:20", "-1:20:30.5", "=", "0x0C0000300000C00003"] {
+            assert!(
+                Value::Str(text.into())
+                    .to_node()
+                    .style
+                    .contains(Style::DOUBLE_QUOTED),
+                "{text}"
+            );
+        }
+        for text in ["1:60", "a:1", "yesterday"] {
+            assert!(Value::Str(text.into()).to_node().style.is_empty(), "{text}");
+        }
     }
 
+    /// Documents mean what PyYAML reads: `on` is true, `0777` is 511,
+    /// `0o17` and `y` are strings, `1:20` is 80; quoted text stays text.
     #[test]
-    fn ints_parse_like_go_yaml() {
-        assert_eq!(resolve::parse_int("0x1F"), Some(31));
-        assert_eq!(resolve::parse_int("0777"), Some(511));
-        assert_eq!(resolve::parse_int("-1_000"), Some(-1000));
-        assert_eq!(resolve::parse_int("0"), Some(0));
+    fn documents_read_as_pyyaml_reads_them() {
+        let node = crate::yaml::parse_document(
+            "a: on\nb: 0777\nc: 0o17\nd: y\ne: 1:20\nf: 'on'\ng: !!str 0777\nh: 0x0C0000300000C00003\n",
+        )
+        .unwrap()
+        .unwrap();
+        let value = Value::from_node(&node).unwrap();
+        assert_eq!(value.get("a"), Some(&Value::Bool(true)));
+        assert_eq!(value.get("b"), Some(&Value::Int(511)));
+        assert_eq!(value.get("c"), Some(&Value::Str("0o17".into())));
+        assert_eq!(value.get("d"), Some(&Value::Str("y".into())));
+        assert_eq!(value.get("e"), Some(&Value::Int(80)));
+        assert_eq!(value.get("f"), Some(&Value::Str("on".into())));
+        assert_eq!(value.get("g"), Some(&Value::Str("0777".into())));
+        assert_eq!(value.get("h"), Some(&Value::Int(0x0C00_0030_0000_C000_03)));
     }
 }
