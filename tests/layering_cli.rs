@@ -183,7 +183,7 @@ fn collection_keys_are_an_error_not_a_blow_up() {
 #[test]
 fn output_reads_back_through_pyyaml_to_the_values_pyyaml_read() {
     let dir = fixtures().join("yaml11");
-    let (code, stdout, stderr) = run(&[dir.clone()]);
+    let (code, stdout, stderr) = run(std::slice::from_ref(&dir));
     assert_eq!((code, stderr.as_str()), (0, ""));
     let script = r#"
 import sys, yaml

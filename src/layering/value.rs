@@ -696,6 +696,6 @@ mod tests {
         assert_eq!(value.get("e"), Some(&Value::Int(80)));
         assert_eq!(value.get("f"), Some(&Value::Str("on".into())));
         assert_eq!(value.get("g"), Some(&Value::Str("0777".into())));
-        assert_eq!(value.get("h"), Some(&Value::Int(0x0C00_0030_0000_C000_03)));
+        assert_eq!(value.get("h"), Some(&Value::Int(0x000C_0000_3000_00C0_0003)));
     }
 }
