@@ -157,7 +157,11 @@ fn a_second_machine_runs_nothing_from_a_bazel_remote_http_cache() {
     let _ = server.wait();
     assert_eq!(first.code, Some(0), "{}", first.stderr);
     assert_eq!(warnings(&first.stderr), 0, "{}", first.stderr);
-    assert!(first.stats["remote"]["pushes"].as_u64() > Some(0), "{}", first.stats);
+    assert!(
+        first.stats["remote"]["pushes"].as_u64() > Some(0),
+        "{}",
+        first.stats
+    );
     assert_eq!(second.code, Some(0), "{}", second.stderr);
     assert_eq!(second.stats["pipelines_run"], 0, "{}", second.stats);
     assert_eq!(second.files, first.files);
@@ -165,7 +169,10 @@ fn a_second_machine_runs_nothing_from_a_bazel_remote_http_cache() {
     for line in requests.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
         assert!(
-            matches!(fields.as_slice(), ["GET", _, "200" | "404"] | ["PUT", _, "201"]),
+            matches!(
+                fields.as_slice(),
+                ["GET", _, "200" | "404"] | ["PUT", _, "201"]
+            ),
             "{line}"
         );
     }
@@ -339,7 +346,10 @@ fn a_second_machine_runs_nothing_from_an_s3_bucket() {
     assert_eq!(first.status.code(), Some(0), "{stderr}");
     assert_eq!(warnings(&stderr), 0, "{stderr}");
     assert!(!stderr.contains("krender-test-secret"));
-    assert!(first_stats["remote"]["pushes"].as_u64() > Some(0), "{first_stats}");
+    assert!(
+        first_stats["remote"]["pushes"].as_u64() > Some(0),
+        "{first_stats}"
+    );
     assert_eq!(second.status.code(), Some(0));
     assert_eq!(second_stats["pipelines_run"], 0, "{second_stats}");
     assert_eq!(second_files, first_files);

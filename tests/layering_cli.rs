@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use krender::layering::render_command;
+use krender::layering::{SubstitutionOptions, render_command};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/layering")
@@ -14,7 +14,12 @@ fn fixtures() -> PathBuf {
 fn run(paths: &[PathBuf]) -> (i32, String, String) {
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
-    let code = render_command(paths, &mut stdout, &mut stderr);
+    let code = render_command(
+        paths,
+        SubstitutionOptions::default(),
+        &mut stdout,
+        &mut stderr,
+    );
     (
         code,
         String::from_utf8(stdout).expect("utf-8 stdout"),
@@ -215,5 +220,44 @@ print("ok")
         "ok\n",
         "{}\n{stdout}",
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// `--allow-missing-substitution-sources` (Pegleg's rendering): the
+/// missing document's substitution is skipped, the missing value lands as
+/// null, and each gets Deckhand's warning; without it the first is
+/// Deckhand's error.
+#[test]
+fn missing_substitution_sources_are_skipped_with_warnings_when_allowed() {
+    let dir = fixtures().join("missing-sources");
+    let (code, stdout, stderr) = run(std::slice::from_ref(&dir));
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert!(
+        stderr.starts_with("error[SubstitutionSourceNotFound]"),
+        "{stderr}"
+    );
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let code = render_command(
+        &[dir],
+        SubstitutionOptions {
+            allow_missing_sources: true,
+        },
+        &mut stdout,
+        &mut stderr,
+    );
+    let (stdout, stderr) = (
+        String::from_utf8(stdout).expect("utf-8"),
+        String::from_utf8(stderr).expect("utf-8"),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stderr,
+        "krender: warning: Could not find substitution source document [deckhand/Passphrase/v1] not-collected among the provided substitution sources.\n\
+         krender: warning: Could not find source path .keystone.host in source document or the secret extracted is None. Source document: [pegleg/EndpointCatalogue/v1, global] endpoints. Destination document: [armada/Chart/v1, site] chart.\n"
+    );
+    assert!(
+        stdout.ends_with("data:\n  values:\n    replicas: 1\n    host: null\n    port: 5000\n"),
+        "{stdout}"
     );
 }

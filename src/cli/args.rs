@@ -133,6 +133,11 @@ pub enum LayerCommand {
         /// Files or directories holding the layered documents.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Pegleg's rendering: a substitution whose source document is
+        /// missing is skipped, and a missing source value is written as
+        /// null, each with Deckhand's warning, instead of failing.
+        #[arg(long = "allow-missing-substitution-sources")]
+        allow_missing_substitution_sources: bool,
     },
 }
 
@@ -151,7 +156,7 @@ pub struct FnRenderArgs {
     /// into DIR, per package (krender-only).
     #[arg(long = "trace", value_name = "DIR")]
     pub trace: Option<PathBuf>,
-    /// Render only part K of N of a depth-first tree into the remote cache,
+    /// Render only part K of N of the package tree into the remote cache,
     /// writing nothing; a final render without it then runs only what is
     /// above the cut (krender-only, CI matrices).
     #[arg(long = "shard", value_name = "K/N", conflicts_with_all = ["output", "check", "trace"])]

@@ -243,7 +243,10 @@ fn render_shard(
             report.above_cut
         )
     } else {
-        format!("the final render runs the {} above the cut", report.above_cut)
+        format!(
+            "the final render runs the {} above the cut",
+            report.above_cut
+        )
     };
     let _ = writeln!(
         err,

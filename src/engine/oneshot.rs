@@ -580,8 +580,7 @@ pub fn render_shard(
         actions.finish();
         let after = actions.stats();
         report.action_cache_hits = usize::try_from(after.hits - before.hits).unwrap_or(usize::MAX);
-        report.pipelines_run =
-            usize::try_from(after.misses - before.misses).unwrap_or(usize::MAX);
+        report.pipelines_run = usize::try_from(after.misses - before.misses).unwrap_or(usize::MAX);
         report.failed = usize::from(outcome.error.is_some());
         report.ran_above_cut = true;
         return Ok(report);

@@ -127,8 +127,8 @@ impl RemoteCache {
         let transport = opendal::HttpTransporter::new(
             opendal_http_transport_reqwest::ReqwestTransport::default(),
         );
-        let operator = operator
-            .with_context(opendal::OperationContext::new().with_http_transport(transport));
+        let operator =
+            operator.with_context(opendal::OperationContext::new().with_http_transport(transport));
         let operator = operator.layer(
             opendal::layers::TimeoutLayer::new()
                 .with_timeout(OPERATION_TIMEOUT)

@@ -34,7 +34,8 @@ use salsa::{Database, DatabaseKeyIndex, Setter};
 use super::document::{Document, InputDocument};
 use super::error::LayeringError;
 use super::render::{self, render_document};
-use super::substitution::SourceData;
+use super::substitution::{SourceData, SubstitutionOptions};
+
 use super::value::Value;
 use super::{LoadedDocument, collect_files, load_text};
 use crate::yaml::{Encoder, Node, NodeKind};
@@ -290,7 +291,10 @@ fn rendered_data<'db>(
             data,
         })
     };
-    render_document(document, parent, source).map(Some)
+    // Sessions (watch) render strictly, so nothing is let through to warn
+    // about.
+    render_document(document, parent, source, SubstitutionOptions::default())
+        .map(|(data, _)| Some(data))
 }
 
 /// An output document's YAML as it follows an earlier document in the

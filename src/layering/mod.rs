@@ -34,7 +34,8 @@ use rayon::prelude::*;
 pub use document::InputDocument;
 pub use error::LayeringError;
 pub use incremental::{LayerRender, LayeringSession};
-pub use render::{RenderedDocument, render};
+pub use render::{RenderedDocument, render, render_with};
+pub use substitution::SubstitutionOptions;
 pub use value::Value;
 
 use crate::yaml::{Encoder, Node};
@@ -52,22 +53,37 @@ pub struct LoadedDocument {
 /// Runs `krender layer render PATH...`: renders the layered document set
 /// found in `paths` (files or directories), prints the concrete documents on
 /// `stdout` and diagnostics on `stderr`; returns the process exit code.
-pub fn render_command(paths: &[PathBuf], stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
-    match render_paths(paths) {
-        Ok(text) => match stdout
-            .write_all(text.as_bytes())
-            .and_then(|()| stdout.flush())
-        {
-            Ok(()) => 0,
-            // A closed pipe (`| head`) is not an error worth reporting.
-            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => 0,
-            Err(error) => {
-                let _ = writeln!(stderr, "error: writing output: {error}");
-                1
+pub fn render_command(
+    paths: &[PathBuf],
+    options: SubstitutionOptions,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> i32 {
+    match render_paths_with(paths, options) {
+        Ok((text, warnings)) => {
+            for warning in warnings {
+                let _ = writeln!(stderr, "krender: warning: {warning}");
             }
-        },
+            write_output(&text, stdout, stderr)
+        }
         Err(error) => {
             let _ = writeln!(stderr, "{}", format_error(&error));
+            1
+        }
+    }
+}
+
+/// Prints the rendered stream; the exit code.
+fn write_output(text: &str, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => 0,
+        // A closed pipe (`| head`) is not an error worth reporting.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(error) => {
+            let _ = writeln!(stderr, "error: writing output: {error}");
             1
         }
     }
@@ -87,14 +103,23 @@ pub fn format_error(error: &LayeringError) -> String {
 /// Loads, renders and encodes the document set in `paths`; returns the
 /// multi-document YAML to print.
 pub fn render_paths(paths: &[PathBuf]) -> Result<String, LayeringError> {
+    render_paths_with(paths, SubstitutionOptions::default()).map(|(text, _)| text)
+}
+
+/// [`render_paths`] under `options`, with the warnings of what they let
+/// through.
+pub fn render_paths_with(
+    paths: &[PathBuf],
+    options: SubstitutionOptions,
+) -> Result<(String, Vec<String>), LayeringError> {
     let loaded = load_paths(paths)?;
     let (mut nodes, inputs): (Vec<Node>, Vec<InputDocument>) =
         loaded.into_iter().map(|l| (l.node, l.input)).unzip();
-    let rendered = render(&inputs)?;
+    let (rendered, warnings) = render_with(&inputs, options)?;
     drop_in_background(inputs);
     let text = encode_output(&mut nodes, &rendered);
     drop_in_background((nodes, rendered));
-    Ok(text)
+    Ok((text, warnings))
 }
 
 /// Frees a large tree on a short-lived thread: freeing tens of thousands of

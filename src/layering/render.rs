@@ -18,7 +18,7 @@ use super::document::{Document, InputDocument};
 use super::error::{DocumentList, LayeringError};
 use super::graph;
 use super::parent::{Family, check_replacements, select_parents};
-use super::substitution::{SourceData, apply_substitutions};
+use super::substitution::{SourceData, SubstitutionOptions, apply_substitutions};
 use super::value::Value;
 
 /// One rendered output document.
@@ -44,9 +44,18 @@ pub(crate) struct Plan {
 /// Deckhand's check order); on success returns the output documents in the
 /// documented order.
 pub fn render(inputs: &[InputDocument]) -> Result<Vec<RenderedDocument>, LayeringError> {
+    render_with(inputs, SubstitutionOptions::default()).map(|(documents, _)| documents)
+}
+
+/// [`render`] under `options`, with the warnings of what they let through
+/// (in rendering order).
+pub fn render_with(
+    inputs: &[InputDocument],
+    options: SubstitutionOptions,
+) -> Result<(Vec<RenderedDocument>, Vec<String>), LayeringError> {
     let inputs: Vec<&InputDocument> = inputs.iter().collect();
     let plan = plan(&inputs)?;
-    let mut rendered = render_levels(&plan)?;
+    let (mut rendered, warnings) = render_levels(&plan, options)?;
     let mut output = Vec::new();
     for level in &plan.levels {
         for &index in level {
@@ -66,7 +75,7 @@ pub fn render(inputs: &[InputDocument]) -> Result<Vec<RenderedDocument>, Layerin
             }
         }
     }
-    Ok(output)
+    Ok((output, warnings))
 }
 
 pub(crate) fn plan(inputs: &[&InputDocument]) -> Result<Plan, LayeringError> {
@@ -200,10 +209,14 @@ fn layer_order(policy: &Document) -> Result<Vec<String>, LayeringError> {
 /// Renders level by level; documents of one level run in parallel and their
 /// results are stored in index order, so the outcome (including which error
 /// is reported) does not depend on scheduling.
-fn render_levels(plan: &Plan) -> Result<Vec<Option<Value>>, LayeringError> {
+fn render_levels(
+    plan: &Plan,
+    options: SubstitutionOptions,
+) -> Result<(Vec<Option<Value>>, Vec<String>), LayeringError> {
     let mut rendered: Vec<Option<Value>> = vec![None; plan.documents.len()];
+    let mut warnings = Vec::new();
     for level in &plan.levels {
-        let results: Vec<Result<Option<Value>, LayeringError>> = level
+        let results: Vec<Result<Option<(Value, Vec<String>)>, LayeringError>> = level
             .par_iter()
             .map(|&index| {
                 let document = &plan.documents[index];
@@ -223,29 +236,35 @@ fn render_levels(plan: &Plan) -> Result<Vec<Option<Value>>, LayeringError> {
                         data: rendered[source].as_ref()?,
                     })
                 };
-                render_document(document, parent, source).map(Some)
+                render_document(document, parent, source, options).map(Some)
             })
             .collect();
         for (&index, result) in level.iter().zip(results) {
-            rendered[index] = result?;
+            if let Some((data, mut said)) = result? {
+                rendered[index] = Some(data);
+                warnings.append(&mut said);
+            }
         }
     }
-    Ok(rendered)
+    Ok((rendered, warnings))
 }
 
 /// Renders one document: layering onto its parent's rendered data (when it
-/// has a parent and actions), then its substitutions in order.
+/// has a parent and actions), then its substitutions in order. Returns the
+/// data and the warnings of what `options` let through.
 pub fn render_document<'a>(
     document: &Document,
     parent: Option<(&Document, &Value)>,
     source: impl Fn(&str, &str) -> Option<SourceData<'a>>,
-) -> Result<Value, LayeringError> {
+    options: SubstitutionOptions,
+) -> Result<(Value, Vec<String>), LayeringError> {
     let mut data = match parent {
         Some((parent, parent_data)) if !document.actions.is_empty() => {
             apply_actions(document, parent, parent_data)?
         }
         _ => document.data.clone(),
     };
-    apply_substitutions(document, &mut data, source)?;
-    Ok(data)
+    let mut warnings = Vec::new();
+    apply_substitutions(document, &mut data, source, options, &mut warnings)?;
+    Ok((data, warnings))
 }

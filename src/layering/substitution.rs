@@ -18,24 +18,43 @@ pub struct SourceData<'a> {
     pub data: &'a Value,
 }
 
+/// How substitution treats a source that is not there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SubstitutionOptions {
+    /// Pegleg's `fail_on_missing_sub_src=False`: a missing source document
+    /// skips the substitution, and a missing source value is written as
+    /// null, each with Deckhand's warning, instead of failing the render.
+    pub allow_missing_sources: bool,
+}
+
 /// Applies `document`'s substitutions, in order, to `data` (the document's
 /// data after layering). `source` resolves `(schema, name)` to a concrete
-/// source's rendered data.
+/// source's rendered data. Deckhand's warnings for what `options` let
+/// through are pushed onto `warnings`.
 pub fn apply_substitutions<'a>(
     document: &Document,
     data: &mut Value,
     source: impl Fn(&str, &str) -> Option<SourceData<'a>>,
+    options: SubstitutionOptions,
+    warnings: &mut Vec<String>,
 ) -> Result<(), LayeringError> {
     let mut padding = Padding::per_document();
     for substitution in &document.substitutions {
         let src = &substitution.src;
-        let found = source(&src.schema, &src.name).ok_or_else(|| {
-            LayeringError::SubstitutionSourceNotFound {
+        let Some(found) = source(&src.schema, &src.name) else {
+            if options.allow_missing_sources {
+                warnings.push(format!(
+                    "Could not find substitution source document [{}] {} among the provided substitution sources.",
+                    src.schema, src.name
+                ));
+                continue;
+            }
+            return Err(LayeringError::SubstitutionSourceNotFound {
                 document: document.reference.clone(),
                 src_schema: src.schema.clone(),
                 src_name: src.name.clone(),
-            }
-        })?;
+            });
+        };
         let unknown = |dest_path: &str, details: String| LayeringError::UnknownSubstitutionError {
             document: document.reference.clone(),
             dest_path: dest_path.to_owned(),
@@ -54,14 +73,31 @@ pub fn apply_substitutions<'a>(
         } else {
             Some(found.data).filter(|value| !value.is_null())
         };
-        let Some(value) = value else {
-            return Err(LayeringError::SubstitutionSourceDataNotFound {
-                document: document.reference.clone(),
-                source_document: found.reference.clone(),
-                path: src.path.clone(),
-            });
+        let mut value = match value {
+            Some(value) => value.clone(),
+            // Deckhand warns and goes on with None, which lands as null.
+            None if options.allow_missing_sources => {
+                let (source_doc, dest_doc) = (found.reference, &document.reference);
+                warnings.push(format!(
+                    "Could not find source path {} in source document or the secret extracted is None. Source document: [{}, {}] {}. Destination document: [{}, {}] {}.",
+                    src.path,
+                    source_doc.schema,
+                    source_doc.layer.as_deref().unwrap_or("None"),
+                    source_doc.name,
+                    dest_doc.schema,
+                    dest_doc.layer.as_deref().unwrap_or("None"),
+                    dest_doc.name
+                ));
+                Value::Null
+            }
+            None => {
+                return Err(LayeringError::SubstitutionSourceDataNotFound {
+                    document: document.reference.clone(),
+                    source_document: found.reference.clone(),
+                    path: src.path.clone(),
+                });
+            }
         };
-        let mut value = value.clone();
 
         if let Some(pattern) = &src.pattern {
             let Value::Str(text) = &value else {

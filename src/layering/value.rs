@@ -17,8 +17,8 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use indexmap::{Equivalent, IndexMap};
 
-use crate::yaml::node::tag;
 use super::yaml11;
+use crate::yaml::node::tag;
 use crate::yaml::resolve::resolve_plain;
 use crate::yaml::{Node, NodeKind, Style};
 
@@ -665,7 +665,14 @@ mod tests {
 
     #[test]
     fn yaml_1_1_lookalikes_are_quoted() {
-        for text in ["YES", "off", "1:20", "-1:20:30.5", "=", "0x0C0000300000C00003"] {
+        for text in [
+            "YES",
+            "off",
+            "1:20",
+            "-1:20:30.5",
+            "=",
+            "0x0C0000300000C00003",
+        ] {
             assert!(
                 Value::Str(text.into())
                     .to_node()
@@ -696,6 +703,9 @@ mod tests {
         assert_eq!(value.get("e"), Some(&Value::Int(80)));
         assert_eq!(value.get("f"), Some(&Value::Str("on".into())));
         assert_eq!(value.get("g"), Some(&Value::Str("0777".into())));
-        assert_eq!(value.get("h"), Some(&Value::Int(0x000C_0000_3000_00C0_0003)));
+        assert_eq!(
+            value.get("h"),
+            Some(&Value::Int(0x000C_0000_3000_00C0_0003))
+        );
     }
 }

@@ -61,10 +61,16 @@ pub(crate) fn resolve(text: &str) -> &'static str {
     let first = text.chars().next();
     let candidates: &[(&LazyLock<Regex>, &'static str)] = match first {
         None => return tag::NULL,
-        Some('y' | 'Y' | 'n' | 'N' | 't' | 'T' | 'f' | 'F' | 'o' | 'O') => &[(&BOOL, tag::BOOL), (&NULL, tag::NULL)],
+        Some('y' | 'Y' | 'n' | 'N' | 't' | 'T' | 'f' | 'F' | 'o' | 'O') => {
+            &[(&BOOL, tag::BOOL), (&NULL, tag::NULL)]
+        }
         Some('-' | '+') => &[(&FLOAT, tag::FLOAT), (&INT, tag::INT)],
         Some('.') => &[(&FLOAT, tag::FLOAT)],
-        Some('0'..='9') => &[(&FLOAT, tag::FLOAT), (&INT, tag::INT), (&TIMESTAMP, tag::TIMESTAMP)],
+        Some('0'..='9') => &[
+            (&FLOAT, tag::FLOAT),
+            (&INT, tag::INT),
+            (&TIMESTAMP, tag::TIMESTAMP),
+        ],
         Some('~') => &[(&NULL, tag::NULL)],
         Some('<') if text == "<<" => return tag::MERGE,
         Some('=') if text == "=" => return VALUE,
@@ -105,7 +111,9 @@ pub(crate) fn parse_int(text: &str) -> Option<i128> {
         i128::from_str_radix(octal, 8).ok()?
     } else if digits.contains(':') {
         digits.split(':').try_fold(0i128, |total, part| {
-            total.checked_mul(60)?.checked_add(part.parse::<i128>().ok()?)
+            total
+                .checked_mul(60)?
+                .checked_add(part.parse::<i128>().ok()?)
         })?
     } else {
         digits.parse().ok()?
@@ -204,7 +212,16 @@ mod tests {
 
     #[test]
     fn strings_that_would_read_back_as_something_else_need_quotes() {
-        for text in ["=", "0x0C0000300000C00003", "on", "0777", "1:20", "~", "", "<<"] {
+        for text in [
+            "=",
+            "0x0C0000300000C00003",
+            "on",
+            "0777",
+            "1:20",
+            "~",
+            "",
+            "<<",
+        ] {
             assert!(needs_quotes(text), "{text:?}");
         }
         for text in ["y", "0o17", "1e3", "a=b", "v1.2"] {
