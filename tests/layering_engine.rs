@@ -182,6 +182,43 @@ fn the_first_failing_document_of_a_level_is_reported() {
     }
 }
 
+/// Deckhand renders one document at a time in its own order (a networkx
+/// topological sort of the documents with a parent or a source, reversed,
+/// then the rest in input order) and stops at the first failure. Here
+/// `early` (no parent, its source missing: outside that graph) comes first
+/// in the input and in krender's levels, but `late`, which takes a missing
+/// path from an existing source, is the one Deckhand reports; so do the
+/// one-shot render and a session.
+#[test]
+fn of_several_failures_deckhand_reports_the_first_in_its_own_order() {
+    let text = format!(
+        "{POLICY}{}{}{}",
+        doc(
+            "early",
+            "site",
+            &substitution("not-there", ".a", "{path: .b}"),
+            "{}"
+        ),
+        doc("source", "global", "", "{a: 1}"),
+        doc(
+            "late",
+            "site",
+            &substitution("source", ".nope", "{path: .b}"),
+            "{}"
+        ),
+    );
+    let error = render_text(&text).1.expect_err("two failures");
+    assert_eq!(error.class(), "SubstitutionSourceDataNotFound", "{error}");
+    assert!(error.to_string().contains("late"), "{error}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("set.yaml"), &text).expect("write");
+    let mut session =
+        krender::layering::LayeringSession::new(&[dir.path().to_owned()]).expect("reads");
+    let session_error = session.render().expect_err("two failures");
+    assert_eq!(session_error.class(), error.class());
+    assert!(session_error.to_string().contains("late"), "{session_error}");
+}
+
 #[test]
 fn pattern_substitution_writes_python_text_of_non_strings() {
     let text = format!(

@@ -71,9 +71,76 @@ fn find_cycle(dependencies: &[Vec<usize>], pending: &[usize]) -> Vec<usize> {
     }
 }
 
+/// Each node's position in Deckhand's rendering order
+/// (`DocumentLayering._topologically_sort_documents`): a networkx 3
+/// `DiGraph` gets an edge from each document to each of its dependencies in
+/// `edges` order (documents in input order), `topological_sort` (Kahn by
+/// generations: in-degree-0 nodes in node-insertion order, their successors
+/// in edge-insertion order) is reversed, and the documents the graph never
+/// saw follow in input order. The graph must be acyclic.
+pub fn deckhand_ranks(edges: &[Vec<usize>]) -> Vec<usize> {
+    let n_nodes = edges.len();
+    let mut inserted = vec![false; n_nodes];
+    let mut insertion = Vec::new();
+    let mut successors: Vec<Vec<usize>> = vec![Vec::new(); n_nodes];
+    let mut in_degree = vec![0usize; n_nodes];
+    for (node, needs) in edges.iter().enumerate() {
+        for &needed in needs {
+            for endpoint in [node, needed] {
+                if !inserted[endpoint] {
+                    inserted[endpoint] = true;
+                    insertion.push(endpoint);
+                }
+            }
+            // networkx keeps one edge per pair, in its first position.
+            if !successors[node].contains(&needed) {
+                successors[node].push(needed);
+                in_degree[needed] += 1;
+            }
+        }
+    }
+    let mut sorted = Vec::with_capacity(n_nodes);
+    let mut generation: Vec<usize> = insertion
+        .iter()
+        .copied()
+        .filter(|&node| in_degree[node] == 0)
+        .collect();
+    while !generation.is_empty() {
+        let mut next = Vec::new();
+        for &node in &generation {
+            for &successor in &successors[node] {
+                in_degree[successor] -= 1;
+                if in_degree[successor] == 0 {
+                    next.push(successor);
+                }
+            }
+        }
+        sorted.extend(std::mem::replace(&mut generation, next));
+    }
+    sorted.reverse();
+    sorted.extend((0..n_nodes).filter(|&node| !inserted[node]));
+    let mut ranks = vec![usize::MAX; n_nodes];
+    for (rank, node) in sorted.into_iter().enumerate() {
+        ranks[node] = rank;
+    }
+    ranks
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hand-run networkx 3.4: `g.add_edge(1, 0); g.add_edge(2, 1);
+    /// g.add_edge(4, 0); g.add_edge(4, 3)` gives generations [2, 4],
+    /// [1, 3], [0]; reversed: 0 3 1 4 2, then the unseen 5.
+    #[test]
+    fn deckhand_order_is_networkx_reversed_then_the_rest() {
+        let edges = vec![vec![], vec![0], vec![1], vec![], vec![0, 3], vec![]];
+        let ranks = deckhand_ranks(&edges);
+        let mut order: Vec<usize> = (0..edges.len()).collect();
+        order.sort_by_key(|&node| ranks[node]);
+        assert_eq!(order, vec![0, 3, 1, 4, 2, 5]);
+    }
 
     #[test]
     fn levels_follow_dependencies() {

@@ -151,6 +151,8 @@ pub struct LayerDoc<'db> {
 #[derive(Debug, PartialEq, salsa::SalsaValue)]
 struct LayerPlan<'db> {
     levels: Vec<Vec<LayerDoc<'db>>>,
+    /// Each document's position in Deckhand's rendering order, as `levels`.
+    ranks: Vec<Vec<usize>>,
     outputs: Vec<LayerDoc<'db>>,
 }
 
@@ -190,7 +192,18 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
         family,
         sources: source_index,
         levels: plan_levels,
+        ranks: plan_ranks,
+        ..
     } = plan;
+    let ranks = plan_levels
+        .iter()
+        .map(|level| {
+            level
+                .iter()
+                .map(|&index| plan_ranks.get(index).copied().unwrap_or(usize::MAX))
+                .collect()
+        })
+        .collect();
     // Moved out one by one as their LayerDocs are created (no copies).
     let mut documents: Vec<Option<Document>> = documents.into_iter().map(Some).collect();
     let mut created: Vec<Option<LayerDoc<'db>>> = vec![None; documents.len()];
@@ -254,7 +267,11 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
         .filter(|&&index| is_output.get(index).copied().unwrap_or(false))
         .filter_map(|&index| created.get(index).copied().flatten())
         .collect();
-    Ok(LayerPlan { levels, outputs })
+    Ok(LayerPlan {
+        levels,
+        ranks,
+        outputs,
+    })
 }
 
 /// A document's rendered data; `None` for control documents. The name is
@@ -562,17 +579,30 @@ impl LayeringSession {
                 let _ = parse_file(db, *file);
             });
         let plan = layer_plan(db, self.set).as_ref().map_err(Clone::clone)?;
-        // Warm each level in parallel, then read it in order: the first
-        // error in level order is the batch command's error.
-        for level in &plan.levels {
+        // Warm each level in parallel. The error is the batch command's:
+        // of the documents that failed although their parent and sources
+        // rendered, the first in Deckhand's order.
+        let mut first: Option<(usize, &LayeringError)> = None;
+        for (level, ranks) in plan.levels.iter().zip(&plan.ranks) {
             level.par_iter().for_each_with(db.clone(), |db, doc| {
                 let _ = rendered_data(db, *doc);
             });
-            for doc in level {
-                if let Err(error) = rendered_data(db, *doc) {
-                    return Err(error.clone());
+            for (doc, &rank) in level.iter().zip(ranks) {
+                let Err(error) = rendered_data(db, *doc) else {
+                    continue;
+                };
+                let blocked = doc
+                    .parent(db)
+                    .into_iter()
+                    .chain(doc.sources(db).iter().map(|(_, source)| *source))
+                    .any(|need| rendered_data(db, need).is_err());
+                if !blocked && first.is_none_or(|(best, _)| rank < best) {
+                    first = Some((rank, error));
                 }
             }
+        }
+        if let Some((_, error)) = first {
+            return Err(error.clone());
         }
         plan.outputs
             .par_iter()

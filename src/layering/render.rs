@@ -38,6 +38,11 @@ pub(crate) struct Plan {
     /// Concrete substitution source per `(schema, name)`.
     pub(crate) sources: BTreeMap<(String, String), usize>,
     pub(crate) levels: graph::Levels,
+    /// Each document's parent and sources (what it waits for).
+    pub(crate) dependencies: Vec<Vec<usize>>,
+    /// Each document's position in Deckhand's own rendering order: of
+    /// several documents that fail, Deckhand reports the first in it.
+    pub(crate) ranks: Vec<usize>,
 }
 
 /// Renders `inputs` as Deckhand does. Fails on the first problem found (in
@@ -152,18 +157,19 @@ pub(crate) fn plan(inputs: &[&InputDocument]) -> Result<Plan, LayeringError> {
             if document.is_control {
                 return Vec::new();
             }
+            // Deckhand's edge order: the parent, then each source.
             let mut needs: Vec<usize> = family.effective_parent(index).into_iter().collect();
             for substitution in &document.substitutions {
                 let key = (
                     substitution.src.schema.clone(),
                     substitution.src.name.clone(),
                 );
-                if let Some(&source) = sources.get(&key) {
+                if let Some(&source) = sources.get(&key)
+                    && !needs.contains(&source)
+                {
                     needs.push(source);
                 }
             }
-            needs.sort_unstable();
-            needs.dedup();
             needs
         })
         .collect();
@@ -178,11 +184,14 @@ pub(crate) fn plan(inputs: &[&InputDocument]) -> Result<Plan, LayeringError> {
         }
     })?;
 
+    let ranks = graph::deckhand_ranks(&dependencies);
     Ok(Plan {
         documents,
         family,
         sources,
         levels,
+        dependencies,
+        ranks,
     })
 }
 
@@ -207,20 +216,35 @@ fn layer_order(policy: &Document) -> Result<Vec<String>, LayeringError> {
 }
 
 /// Renders level by level; documents of one level run in parallel and their
-/// results are stored in index order, so the outcome (including which error
-/// is reported) does not depend on scheduling.
+/// results are stored in index order, so the outcome does not depend on
+/// scheduling. A failure does not stop the levels: every document whose
+/// parent and sources rendered is tried, and the error reported is the
+/// failing document's that comes first in Deckhand's order (Deckhand renders
+/// one document at a time and stops at the first that fails).
 fn render_levels(
     plan: &Plan,
     options: SubstitutionOptions,
 ) -> Result<(Vec<Option<Value>>, Vec<String>), LayeringError> {
     let mut rendered: Vec<Option<Value>> = vec![None; plan.documents.len()];
     let mut warnings = Vec::new();
+    let mut failed = vec![false; plan.documents.len()];
+    let mut errors: Vec<(usize, LayeringError)> = Vec::new();
     for level in &plan.levels {
+        // Waiting on a document that failed: Deckhand never gets this far.
+        let blocked: Vec<bool> = level
+            .iter()
+            .map(|&index| {
+                plan.dependencies
+                    .get(index)
+                    .is_some_and(|needs| needs.iter().any(|&need| failed[need]))
+            })
+            .collect();
         let results: Vec<Result<Option<(Value, Vec<String>)>, LayeringError>> = level
             .par_iter()
-            .map(|&index| {
+            .zip(&blocked)
+            .map(|(&index, &blocked)| {
                 let document = &plan.documents[index];
-                if document.is_control {
+                if document.is_control || blocked {
                     return Ok(None);
                 }
                 let parent = plan.family.effective_parent(index).map(|parent| {
@@ -239,14 +263,31 @@ fn render_levels(
                 render_document(document, parent, source, options).map(Some)
             })
             .collect();
-        for (&index, result) in level.iter().zip(results) {
-            if let Some((data, mut said)) = result? {
-                rendered[index] = Some(data);
-                warnings.append(&mut said);
+        for ((&index, result), blocked) in level.iter().zip(results).zip(blocked) {
+            if blocked {
+                failed[index] = true;
+                continue;
+            }
+            match result {
+                Ok(Some((data, mut said))) => {
+                    rendered[index] = Some(data);
+                    warnings.append(&mut said);
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    failed[index] = true;
+                    errors.push((index, error));
+                }
             }
         }
     }
-    Ok((rendered, warnings))
+    match errors
+        .into_iter()
+        .min_by_key(|(index, _)| plan.ranks.get(*index).copied().unwrap_or(usize::MAX))
+    {
+        Some((_, error)) => Err(error),
+        None => Ok((rendered, warnings)),
+    }
 }
 
 /// Renders one document: layering onto its parent's rendered data (when it
