@@ -215,6 +215,10 @@ fn layer_order(policy: &Document) -> Result<Vec<String>, LayeringError> {
     }
 }
 
+/// One document's rendered data and warnings; `None` for control
+/// documents and those waiting on a failure.
+type DocumentResult = Result<Option<(Value, Vec<String>)>, LayeringError>;
+
 /// Renders level by level; documents of one level run in parallel and their
 /// results are stored in index order, so the outcome does not depend on
 /// scheduling. A failure does not stop the levels: every document whose
@@ -239,7 +243,7 @@ fn render_levels(
                     .is_some_and(|needs| needs.iter().any(|&need| failed[need]))
             })
             .collect();
-        let results: Vec<Result<Option<(Value, Vec<String>)>, LayeringError>> = level
+        let results: Vec<DocumentResult> = level
             .par_iter()
             .zip(&blocked)
             .map(|(&index, &blocked)| {
