@@ -261,3 +261,48 @@ fn missing_substitution_sources_are_skipped_with_warnings_when_allowed() {
         "{stdout}"
     );
 }
+
+/// Deckhand's shared substitution values (fixtures/layering/shared-values,
+/// whose expected output matches a Python model of Deckhand's
+/// substitution: `copy.copy` of the source value, networkx's order): a
+/// write inside a substituted mapping reaches the source and every document
+/// that took the same mapping; a `deepcopy: true` copy keeps what it took.
+/// A session renders the same bytes, before and after an edit.
+#[test]
+fn substituted_values_are_shared_as_deckhand_shares_them() {
+    let dir = fixtures().join("shared-values");
+    let (code, stdout, stderr) = run(std::slice::from_ref(&dir));
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let expected = std::fs::read_to_string(fixtures().join("shared-values.expected.yaml"))
+        .expect("expected output");
+    assert_eq!(stdout, expected);
+    let data_of = |name: &str| {
+        let start = stdout
+            .find(&format!("  name: {name}\n"))
+            .unwrap_or_else(|| panic!("{name} in output"));
+        let rest = &stdout[start..];
+        rest[..rest.find("\n---").unwrap_or(rest.len())].to_owned()
+    };
+    assert!(data_of("ucp_service_accounts").contains("password: s3cr3t"));
+    assert!(data_of("chart-b").contains("password: s3cr3t"));
+    assert!(data_of("ucp_endpoints").contains("nodeport: 30000"));
+    assert!(data_of("maas-b").contains("nodeport: 30000"));
+    assert!(data_of("maas-copy").contains("nodeport: 31900"));
+
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let file = scratch.path().join("site.yaml");
+    std::fs::copy(dir.join("site.yaml"), &file).expect("copy");
+    let mut session =
+        krender::layering::LayeringSession::new(&[scratch.path().to_owned()]).expect("reads");
+    let first = session.render().expect("renders");
+    assert_eq!(String::from_utf8_lossy(&first.output_bytes), expected);
+    let edited = std::fs::read_to_string(&file)
+        .expect("read")
+        .replace("data: s3cr3t", "data: changed");
+    std::fs::write(&file, &edited).expect("write");
+    session.apply_change(&file, Some(edited.clone().into_bytes()));
+    let second = session.render().expect("renders");
+    let (_, fresh, _) = run(&[scratch.path().to_owned()]);
+    assert_eq!(String::from_utf8_lossy(&second.output_bytes), fresh);
+    assert_eq!(fresh.matches("password: changed").count(), 3, "{fresh}");
+}

@@ -44,6 +44,9 @@ pub struct SubstitutionSource {
     pub pattern: Option<String>,
     /// `src.match_group` (default 0).
     pub match_group: usize,
+    /// `src.deepcopy`: the destination gets an independent copy, where
+    /// Deckhand otherwise shares the value's insides with the source.
+    pub deepcopy: bool,
 }
 
 /// One `dest` of a substitution.
@@ -299,6 +302,7 @@ fn parse_substitution(field: &str, item: &Value) -> Result<Substitution, String>
         path: required_str(src, "path", &src_field)?,
         pattern: optional_str(src, "pattern", &src_field)?,
         match_group,
+        deepcopy: matches!(src.get("deepcopy"), Some(Value::Bool(true))),
     };
     let dest_field = format!("{field}.dest");
     let dest_values: Vec<&Value> = match item.get("dest") {

@@ -150,6 +150,10 @@ pub struct LayerDoc<'db> {
 /// earlier ones) and the output documents in output order.
 #[derive(Debug, PartialEq, salsa::SalsaValue)]
 struct LayerPlan<'db> {
+    /// The set shares substituted values (see `super::shared`): a change
+    /// can reach any document holding a shared value, so it is rendered
+    /// whole.
+    shared: bool,
     levels: Vec<Vec<LayerDoc<'db>>>,
     /// Each document's position in Deckhand's rendering order, as `levels`.
     ranks: Vec<Vec<usize>>,
@@ -172,6 +176,7 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
         }
     }
     let plan = render::plan(&inputs)?;
+    let shared = super::shared::needed(&plan);
     let is_output: Vec<bool> = (0..plan.documents.len())
         .map(|index| {
             plan.documents.get(index).is_some_and(|document| {
@@ -268,6 +273,7 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
         .filter_map(|&index| created.get(index).copied().flatten())
         .collect();
     Ok(LayerPlan {
+        shared,
         levels,
         ranks,
         outputs,
@@ -579,6 +585,10 @@ impl LayeringSession {
                 let _ = parse_file(db, *file);
             });
         let plan = layer_plan(db, self.set).as_ref().map_err(Clone::clone)?;
+        if plan.shared {
+            let documents = plan.levels.iter().map(Vec::len).sum();
+            return Ok((self.render_whole()?, documents));
+        }
         // Warm each level in parallel. The error is the batch command's:
         // of the documents that failed although their parent and sources
         // rendered, the first in Deckhand's order.
@@ -644,6 +654,22 @@ impl LayeringSession {
             }
         }
         out.into_bytes()
+    }
+
+    /// The batch command's render of the whole set, from the parsed files
+    /// (for sets that share substituted values).
+    fn render_whole(&self) -> Result<Vec<u8>, LayeringError> {
+        let db = &self.db;
+        let mut inputs = Vec::new();
+        let mut nodes = Vec::new();
+        for &file in self.set.files(db) {
+            for document in parse_file(db, file).as_ref().map_err(Clone::clone)? {
+                inputs.push(document.input.clone());
+                nodes.push(Node::clone(&document.node));
+            }
+        }
+        let (rendered, _) = render::render_with(&inputs, SubstitutionOptions::default())?;
+        Ok(super::encode_output(&mut nodes, &rendered).into_bytes())
     }
 
     fn encode_whole(&self, plan: &LayerPlan<'_>) -> String {

@@ -21,6 +21,7 @@ pub mod incremental;
 pub mod parent;
 pub mod path;
 pub mod render;
+mod shared;
 pub mod substitution;
 pub mod value;
 pub(crate) mod yaml11;

@@ -31,7 +31,7 @@ impl Padding {
 }
 
 /// One step of a path.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Segment {
     /// A mapping key.
     Field(String),

@@ -60,7 +60,13 @@ pub fn render_with(
 ) -> Result<(Vec<RenderedDocument>, Vec<String>), LayeringError> {
     let inputs: Vec<&InputDocument> = inputs.iter().collect();
     let plan = plan(&inputs)?;
-    let (mut rendered, warnings) = render_levels(&plan, options)?;
+    // Only when a document writes inside a value it took by substitution
+    // can Deckhand's sharing of such values show; then render as it does.
+    let (mut rendered, warnings) = if super::shared::needed(&plan) {
+        super::shared::render(&plan, options)?
+    } else {
+        render_levels(&plan, options)?
+    };
     let mut output = Vec::new();
     for level in &plan.levels {
         for &index in level {
