@@ -30,6 +30,7 @@ pub(crate) mod set_gcp_resource_ids;
 pub(crate) mod set_image;
 pub(crate) mod set_labels;
 pub(crate) mod set_namespace;
+pub(crate) mod set_project_id;
 pub(crate) mod starlark;
 pub(crate) mod upsert_resource;
 
@@ -111,11 +112,13 @@ pub enum Builtin {
     UpsertResource,
     /// `set-gcp-resource-ids`
     SetGcpResourceIds,
+    /// `set-project-id`
+    SetProjectId,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 18] = [
+    pub const ALL: [Builtin; 19] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -134,6 +137,7 @@ impl Builtin {
         Builtin::CreateSetters,
         Builtin::UpsertResource,
         Builtin::SetGcpResourceIds,
+        Builtin::SetProjectId,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -157,6 +161,7 @@ impl Builtin {
             Builtin::CreateSetters => "create-setters",
             Builtin::UpsertResource => "upsert-resource",
             Builtin::SetGcpResourceIds => "set-gcp-resource-ids",
+            Builtin::SetProjectId => "set-project-id",
         }
     }
 
@@ -203,6 +208,7 @@ impl Builtin {
             Builtin::CreateSetters => create_setters::run(input),
             Builtin::UpsertResource => upsert_resource::run(input),
             Builtin::SetGcpResourceIds => set_gcp_resource_ids::run(input),
+            Builtin::SetProjectId => set_project_id::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
