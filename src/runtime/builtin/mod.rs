@@ -14,6 +14,7 @@ use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, F
 use crate::krm::resource_list::encode_function_input;
 use crate::yaml::node::Node;
 
+pub(crate) mod annotate_apply_time_mutations;
 pub(crate) mod apply_replacements;
 pub(crate) mod apply_setters;
 pub(crate) mod create_setters;
@@ -117,11 +118,13 @@ pub enum Builtin {
     SetProjectId,
     /// `delete-annotations`
     DeleteAnnotations,
+    /// `annotate-apply-time-mutations`
+    AnnotateApplyTimeMutations,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 20] = [
+    pub const ALL: [Builtin; 21] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -142,6 +145,7 @@ impl Builtin {
         Builtin::SetGcpResourceIds,
         Builtin::SetProjectId,
         Builtin::DeleteAnnotations,
+        Builtin::AnnotateApplyTimeMutations,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -167,6 +171,7 @@ impl Builtin {
             Builtin::SetGcpResourceIds => "set-gcp-resource-ids",
             Builtin::SetProjectId => "set-project-id",
             Builtin::DeleteAnnotations => "delete-annotations",
+            Builtin::AnnotateApplyTimeMutations => "annotate-apply-time-mutations",
         }
     }
 
@@ -215,6 +220,7 @@ impl Builtin {
             Builtin::SetGcpResourceIds => set_gcp_resource_ids::run(input),
             Builtin::SetProjectId => set_project_id::run(input),
             Builtin::DeleteAnnotations => delete_annotations::run(input),
+            Builtin::AnnotateApplyTimeMutations => annotate_apply_time_mutations::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).

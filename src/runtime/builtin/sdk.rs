@@ -153,8 +153,11 @@ impl ResourceRef {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct FieldRef {
     pub(crate) path: String,
-    pub(crate) current_value: Option<String>,
-    pub(crate) proposed_value: Option<String>,
+    /// The value node as the function's marshaller writes it (a Go
+    /// `interface{}`: a string, number or boolean).
+    pub(crate) current_value: Option<Node>,
+    /// Likewise.
+    pub(crate) proposed_value: Option<Node>,
 }
 
 /// `file` of a result. Index 0 is not written (Go `omitempty`).
@@ -228,10 +231,10 @@ impl FnResult {
                 map.set("path", Node::new_string(field.path.as_str()));
             }
             if let Some(current) = &field.current_value {
-                map.set("currentValue", Node::new_string(current.as_str()));
+                map.set("currentValue", current.clone());
             }
             if let Some(proposed) = &field.proposed_value {
-                map.set("proposedValue", Node::new_string(proposed.as_str()));
+                map.set("proposedValue", proposed.clone());
             }
             node.set("field", map);
         }
@@ -580,6 +583,17 @@ pub(crate) fn set_annotations_map(item: &mut Node, annotations: &BTreeMap<String
             Node::new_string(key.as_str()),
             Node::new_string(value.as_str()),
         );
+    }
+}
+
+/// The tag a scalar reads as: its own, else resolved from a plain text.
+pub(crate) fn effective_tag(node: &Node) -> &str {
+    if !node.tag.is_empty() {
+        node.tag.as_ref()
+    } else if node.style.is_empty() {
+        crate::yaml::resolve::resolve_plain(&node.value)
+    } else {
+        tag::STR
     }
 }
 
