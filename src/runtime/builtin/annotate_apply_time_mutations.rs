@@ -645,9 +645,9 @@ fn path_key(key: &Node) -> PathKey {
     match sdk::effective_tag(key) {
         tag::INT => parse_go_int(text).map_or_else(|| PathKey::Text(text.to_owned()), PathKey::Int),
         tag::BOOL => PathKey::Other(matches!(text, "true" | "True" | "TRUE").to_string()),
-        tag::FLOAT => PathKey::Other(
-            parse_go_float(text).map_or_else(|| text.to_owned(), go_format_float),
-        ),
+        tag::FLOAT => {
+            PathKey::Other(parse_go_float(text).map_or_else(|| text.to_owned(), go_format_float))
+        }
         tag::NULL => PathKey::Other("<nil>".to_owned()),
         _ => PathKey::Text(text.to_owned()),
     }
