@@ -49,6 +49,20 @@ macro_rules! field {
 }
 pub(crate) use field;
 
+/// An `,inline` struct field of a struct table: `inline_field!(&STRUCT)`.
+macro_rules! inline_field {
+    ($ty:expr) => {
+        GoField {
+            key: "",
+            ty: GoType::Struct($ty),
+            omitempty: false,
+            pointer: false,
+            inline: true,
+        }
+    };
+}
+pub(crate) use inline_field;
+
 /// A Go type as far as decoding and marshalling care.
 #[derive(Debug)]
 pub(crate) enum GoType {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use super::gostruct::{self, GoField, GoStruct, GoType, GoValue, StructValue, field};
+use super::gostruct::{self, GoField, GoStruct, GoType, GoValue, StructValue, field, inline_field};
 use super::reader::SourceLocation;
 use crate::yaml::node::Node;
 
@@ -19,19 +19,8 @@ pub const SAVE_ON_RENDER_FAILURE_ANNOTATION: &str = "kpt.dev/save-on-render-fail
 /// The Kptfile's file name.
 pub const KPTFILE_NAME: &str = "Kptfile";
 
-macro_rules! inline {
-    ($ty:expr) => {
-        GoField {
-            key: "",
-            ty: GoType::Struct($ty),
-            omitempty: false,
-            pointer: false,
-            inline: true,
-        }
-    };
-}
-
-const STRING: GoType = GoType::Str("string");
+/// Go's `string`.
+pub(crate) const STRING: GoType = GoType::Str("string");
 
 static TYPE_META: GoStruct = GoStruct {
     name: "yaml.TypeMeta",
@@ -44,12 +33,13 @@ static NAME_META: GoStruct = GoStruct {
 static OBJECT_META: GoStruct = GoStruct {
     name: "yaml.ObjectMeta",
     fields: &[
-        inline!(&NAME_META),
+        inline_field!(&NAME_META),
         field!("labels", GoType::StrMap),
         field!("annotations", GoType::StrMap),
     ],
 };
-static GIT: GoStruct = GoStruct {
+/// `v1.Git` (shared with the catalog's older copies of the schema).
+pub(crate) static GIT: GoStruct = GoStruct {
     name: "v1.Git",
     fields: &[
         field!("repo", STRING),
@@ -57,7 +47,8 @@ static GIT: GoStruct = GoStruct {
         field!("ref", STRING),
     ],
 };
-static GIT_LOCK: GoStruct = GoStruct {
+/// `v1.GitLock` (shared with the catalog's older copies of the schema).
+pub(crate) static GIT_LOCK: GoStruct = GoStruct {
     name: "v1.GitLock",
     fields: &[
         field!("repo", STRING),
@@ -74,7 +65,8 @@ static GENERIC_LOCK: GoStruct = GoStruct {
         field!("resourceVersion", STRING),
     ],
 };
-static UPSTREAM: GoStruct = GoStruct {
+/// `v1.Upstream` (shared with the catalog's older copies of the schema).
+pub(crate) static UPSTREAM: GoStruct = GoStruct {
     name: "v1.Upstream",
     fields: &[
         field!("type", GoType::Str("v1.OriginType")),
@@ -145,7 +137,8 @@ static PIPELINE: GoStruct = GoStruct {
         field!("validators", GoType::List("[]v1.Function", &FUNCTION_TYPE)),
     ],
 };
-static INVENTORY: GoStruct = GoStruct {
+/// `v1.Inventory` (shared with the catalog's older copies of the schema).
+pub(crate) static INVENTORY: GoStruct = GoStruct {
     name: "v1.Inventory",
     fields: &[
         field!("namespace", STRING),
@@ -246,7 +239,7 @@ static STATUS: GoStruct = GoStruct {
 static KPTFILE: GoStruct = GoStruct {
     name: "v1.KptFile",
     fields: &[
-        inline!(&TYPE_META),
+        inline_field!(&TYPE_META),
         field!("metadata", GoType::Struct(&OBJECT_META)),
         field!("upstream", GoType::Struct(&UPSTREAM), pointer),
         field!("upstreamLock", GoType::Struct(&LOCATOR), pointer),

@@ -14,9 +14,11 @@ use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, F
 use crate::krm::resource_list::encode_function_input;
 use crate::yaml::node::Node;
 
+pub(crate) mod annotate_apply_time_mutations;
 pub(crate) mod apply_replacements;
 pub(crate) mod apply_setters;
 pub(crate) mod create_setters;
+pub(crate) mod delete_annotations;
 pub(crate) mod gatekeeper;
 pub(crate) mod jsonschema;
 pub(crate) mod kubeconform;
@@ -30,6 +32,7 @@ pub(crate) mod set_gcp_resource_ids;
 pub(crate) mod set_image;
 pub(crate) mod set_labels;
 pub(crate) mod set_namespace;
+pub(crate) mod set_project_id;
 pub(crate) mod starlark;
 pub(crate) mod upsert_resource;
 
@@ -111,11 +114,17 @@ pub enum Builtin {
     UpsertResource,
     /// `set-gcp-resource-ids`
     SetGcpResourceIds,
+    /// `set-project-id`
+    SetProjectId,
+    /// `delete-annotations`
+    DeleteAnnotations,
+    /// `annotate-apply-time-mutations`
+    AnnotateApplyTimeMutations,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 18] = [
+    pub const ALL: [Builtin; 21] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -134,6 +143,9 @@ impl Builtin {
         Builtin::CreateSetters,
         Builtin::UpsertResource,
         Builtin::SetGcpResourceIds,
+        Builtin::SetProjectId,
+        Builtin::DeleteAnnotations,
+        Builtin::AnnotateApplyTimeMutations,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -157,6 +169,9 @@ impl Builtin {
             Builtin::CreateSetters => "create-setters",
             Builtin::UpsertResource => "upsert-resource",
             Builtin::SetGcpResourceIds => "set-gcp-resource-ids",
+            Builtin::SetProjectId => "set-project-id",
+            Builtin::DeleteAnnotations => "delete-annotations",
+            Builtin::AnnotateApplyTimeMutations => "annotate-apply-time-mutations",
         }
     }
 
@@ -203,6 +218,9 @@ impl Builtin {
             Builtin::CreateSetters => create_setters::run(input),
             Builtin::UpsertResource => upsert_resource::run(input),
             Builtin::SetGcpResourceIds => set_gcp_resource_ids::run(input),
+            Builtin::SetProjectId => set_project_id::run(input),
+            Builtin::DeleteAnnotations => delete_annotations::run(input),
+            Builtin::AnnotateApplyTimeMutations => annotate_apply_time_mutations::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).

@@ -8,7 +8,7 @@
 //! sorting, key order of the output list, exit codes and stderr texts of each
 //! implementation family.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::runtime::FunctionResponse;
 use crate::yaml::node::{Node, NodeKind, tag};
@@ -153,8 +153,11 @@ impl ResourceRef {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct FieldRef {
     pub(crate) path: String,
-    pub(crate) current_value: Option<String>,
-    pub(crate) proposed_value: Option<String>,
+    /// The value node as the function's marshaller writes it (a Go
+    /// `interface{}`: a string, number or boolean).
+    pub(crate) current_value: Option<Node>,
+    /// Likewise.
+    pub(crate) proposed_value: Option<Node>,
 }
 
 /// `file` of a result. Index 0 is not written (Go `omitempty`).
@@ -228,10 +231,10 @@ impl FnResult {
                 map.set("path", Node::new_string(field.path.as_str()));
             }
             if let Some(current) = &field.current_value {
-                map.set("currentValue", Node::new_string(current.as_str()));
+                map.set("currentValue", current.clone());
             }
             if let Some(proposed) = &field.proposed_value {
-                map.set("proposedValue", Node::new_string(proposed.as_str()));
+                map.set("proposedValue", proposed.clone());
             }
             node.set("field", map);
         }
@@ -545,6 +548,53 @@ pub(crate) fn ensure_mapping<'a>(parent: &'a mut Node, key: &str) -> Option<&'a 
         *child = Node::new_mapping();
     }
     (child.kind == NodeKind::Mapping).then_some(child)
+}
+
+/// kyaml `GetAnnotations`: each annotation's text by key (the last of
+/// repeated keys; non-scalar values read as empty).
+pub(crate) fn annotations_map(item: &Node) -> BTreeMap<String, String> {
+    item.get_path(&["metadata", "annotations"])
+        .map(|annotations| {
+            annotations
+                .pairs()
+                .map(|(key, value)| (key.value.to_string(), value.value.to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// kyaml `SetAnnotations` (`setMapInMetadata`): `metadata.annotations` is
+/// removed, then rebuilt at the end of `metadata` (itself created at the
+/// end of the item when missing) with sorted keys and `!!str` values; an
+/// empty map leaves no `annotations` key.
+pub(crate) fn set_annotations_map(item: &mut Node, annotations: &BTreeMap<String, String>) {
+    let Some(metadata) = ensure_mapping(item, "metadata") else {
+        return;
+    };
+    metadata.remove("annotations");
+    if annotations.is_empty() {
+        return;
+    }
+    let Some(mapping) = ensure_mapping(metadata, "annotations") else {
+        return;
+    };
+    for (key, value) in annotations {
+        mapping.push_pair(
+            Node::new_string(key.as_str()),
+            Node::new_string(value.as_str()),
+        );
+    }
+}
+
+/// The tag a scalar reads as: its own, else resolved from a plain text.
+pub(crate) fn effective_tag(node: &Node) -> &str {
+    if !node.tag.is_empty() {
+        node.tag.as_ref()
+    } else if node.style.is_empty() {
+        crate::yaml::resolve::resolve_plain(&node.value)
+    } else {
+        tag::STR
+    }
 }
 
 /// Go's `%q` for a string: double quotes with Go escapes.

@@ -7,7 +7,9 @@
 //! sigs.k8s.io/kustomize api v0.19.0 filters/imagetag, filters/fieldspec,
 //! image, and kyaml v0.19.0 filtersutil).
 
-use super::sdk::{FnResult, Outcome, ResourceList, ResourceRef, Severity, replace_with_string};
+use super::sdk::{
+    self, FnResult, Outcome, ResourceList, ResourceRef, Severity, replace_with_string,
+};
 use super::starlark::{go_format_float, parse_go_float, parse_go_int, string_node};
 use crate::yaml::node::{Node, NodeKind, Style, tag};
 use crate::yaml::resolve::resolve_plain;
@@ -317,18 +319,7 @@ fn json_text(node: &Node) -> String {
 
 /// True for a null scalar, tagged or plain.
 fn is_null(node: &Node) -> bool {
-    node.kind == NodeKind::Scalar && effective_tag(node) == tag::NULL
-}
-
-/// The tag a scalar reads as: its own, else resolved from a plain text.
-fn effective_tag(node: &Node) -> &str {
-    if !node.tag.is_empty() {
-        node.tag.as_ref()
-    } else if node.style.is_empty() {
-        resolve_plain(&node.value)
-    } else {
-        tag::STR
-    }
+    node.kind == NodeKind::Scalar && sdk::effective_tag(node) == tag::NULL
 }
 
 /// Rewrites `node` as the Go value its JSON form decodes to would be
@@ -357,7 +348,7 @@ fn to_go_json(node: &mut Node) -> Result<(), String> {
         }
         NodeKind::Scalar => {
             let text = node.value.to_string();
-            let number = match effective_tag(node) {
+            let number = match sdk::effective_tag(node) {
                 tag::NULL => Some(Node::new_scalar(tag::NULL, "null")),
                 tag::BOOL => Some(Node::new_scalar(
                     tag::BOOL,
