@@ -20,6 +20,7 @@ pub(crate) mod create_setters;
 pub(crate) mod gatekeeper;
 pub(crate) mod jsonschema;
 pub(crate) mod kubeconform;
+pub(crate) mod kubeval;
 pub(crate) mod list_setters;
 pub(crate) mod remove_local_config_resources;
 pub(crate) mod sdk;
@@ -111,11 +112,13 @@ pub enum Builtin {
     UpsertResource,
     /// `set-gcp-resource-ids`
     SetGcpResourceIds,
+    /// `kubeval`
+    Kubeval,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 18] = [
+    pub const ALL: [Builtin; 19] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -134,6 +137,7 @@ impl Builtin {
         Builtin::CreateSetters,
         Builtin::UpsertResource,
         Builtin::SetGcpResourceIds,
+        Builtin::Kubeval,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -157,6 +161,7 @@ impl Builtin {
             Builtin::CreateSetters => "create-setters",
             Builtin::UpsertResource => "upsert-resource",
             Builtin::SetGcpResourceIds => "set-gcp-resource-ids",
+            Builtin::Kubeval => "kubeval",
         }
     }
 
@@ -203,6 +208,7 @@ impl Builtin {
             Builtin::CreateSetters => create_setters::run(input),
             Builtin::UpsertResource => upsert_resource::run(input),
             Builtin::SetGcpResourceIds => set_gcp_resource_ids::run(input),
+            Builtin::Kubeval => kubeval::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
