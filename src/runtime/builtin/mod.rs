@@ -17,6 +17,7 @@ use crate::yaml::node::Node;
 pub(crate) mod apply_replacements;
 pub(crate) mod apply_setters;
 pub(crate) mod create_setters;
+pub(crate) mod enable_gcp_services;
 pub(crate) mod gatekeeper;
 pub(crate) mod jsonschema;
 pub(crate) mod kubeconform;
@@ -114,11 +115,13 @@ pub enum Builtin {
     SetGcpResourceIds,
     /// `kubeval`
     Kubeval,
+    /// `enable-gcp-services`
+    EnableGcpServices,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 19] = [
+    pub const ALL: [Builtin; 20] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -138,6 +141,7 @@ impl Builtin {
         Builtin::UpsertResource,
         Builtin::SetGcpResourceIds,
         Builtin::Kubeval,
+        Builtin::EnableGcpServices,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -162,6 +166,7 @@ impl Builtin {
             Builtin::UpsertResource => "upsert-resource",
             Builtin::SetGcpResourceIds => "set-gcp-resource-ids",
             Builtin::Kubeval => "kubeval",
+            Builtin::EnableGcpServices => "enable-gcp-services",
         }
     }
 
@@ -209,6 +214,7 @@ impl Builtin {
             Builtin::UpsertResource => upsert_resource::run(input),
             Builtin::SetGcpResourceIds => set_gcp_resource_ids::run(input),
             Builtin::Kubeval => kubeval::run(input),
+            Builtin::EnableGcpServices => enable_gcp_services::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
