@@ -19,7 +19,9 @@ pub(crate) mod apply_setters;
 pub(crate) mod create_setters;
 pub(crate) mod enable_gcp_services;
 pub(crate) mod gatekeeper;
+pub(crate) mod generate_folders;
 pub(crate) mod jsonschema;
+pub(crate) mod jsyaml;
 pub(crate) mod kubeconform;
 pub(crate) mod kubeval;
 pub(crate) mod list_setters;
@@ -117,11 +119,13 @@ pub enum Builtin {
     Kubeval,
     /// `enable-gcp-services`
     EnableGcpServices,
+    /// `generate-folders`
+    GenerateFolders,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 20] = [
+    pub const ALL: [Builtin; 21] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -142,6 +146,7 @@ impl Builtin {
         Builtin::SetGcpResourceIds,
         Builtin::Kubeval,
         Builtin::EnableGcpServices,
+        Builtin::GenerateFolders,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -167,6 +172,7 @@ impl Builtin {
             Builtin::SetGcpResourceIds => "set-gcp-resource-ids",
             Builtin::Kubeval => "kubeval",
             Builtin::EnableGcpServices => "enable-gcp-services",
+            Builtin::GenerateFolders => "generate-folders",
         }
     }
 
@@ -215,6 +221,7 @@ impl Builtin {
             Builtin::SetGcpResourceIds => set_gcp_resource_ids::run(input),
             Builtin::Kubeval => kubeval::run(input),
             Builtin::EnableGcpServices => enable_gcp_services::run(input),
+            Builtin::GenerateFolders => generate_folders::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
