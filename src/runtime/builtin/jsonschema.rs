@@ -56,22 +56,29 @@ impl Instance {
     /// timestamps and other tags stay strings, and mapping keys are taken as
     /// text. Aliases resolve to null (the wire format kpt writes has none).
     pub(crate) fn from_node(node: &Node) -> Instance {
-        Instance::from_node_at(node, 0)
+        Instance::from_node_at(node, true, 0)
     }
 
-    fn from_node_at(node: &Node, depth: usize) -> Instance {
+    /// Converts a YAML node as a Go function decoding it with go-yaml v3
+    /// and handing JSON to kubeconform would (`kubeval`): as
+    /// [`Instance::from_node`], except that plain `yes`/`no`/`on`/`off`
+    /// stay strings (YAML 1.2).
+    pub(crate) fn from_node_decoded(node: &Node) -> Instance {
+        Instance::from_node_at(node, false, 0)
+    }
+
+    fn from_node_at(node: &Node, yaml11: bool, depth: usize) -> Instance {
         if depth > MAX_DEPTH {
             return Instance::Null;
         }
         match node.kind {
-            NodeKind::Document => node
-                .content
-                .first()
-                .map_or(Instance::Null, |root| Instance::from_node_at(root, depth)),
+            NodeKind::Document => node.content.first().map_or(Instance::Null, |root| {
+                Instance::from_node_at(root, yaml11, depth)
+            }),
             NodeKind::Sequence => Instance::Array(
                 node.content
                     .iter()
-                    .map(|item| Instance::from_node_at(item, depth + 1))
+                    .map(|item| Instance::from_node_at(item, yaml11, depth + 1))
                     .collect(),
             ),
             NodeKind::Mapping => Instance::Object(
@@ -79,12 +86,12 @@ impl Instance {
                     .map(|(key, value)| {
                         (
                             key.value.as_str().to_owned(),
-                            Instance::from_node_at(value, depth + 1),
+                            Instance::from_node_at(value, yaml11, depth + 1),
                         )
                     })
                     .collect(),
             ),
-            NodeKind::Scalar => scalar(node),
+            NodeKind::Scalar => scalar(node, yaml11),
             NodeKind::Alias => Instance::Null,
         }
     }
@@ -121,7 +128,7 @@ impl Instance {
     }
 }
 
-fn scalar(node: &Node) -> Instance {
+fn scalar(node: &Node, yaml11: bool) -> Instance {
     let quoted = Style::DOUBLE_QUOTED.bits()
         | Style::SINGLE_QUOTED.bits()
         | Style::LITERAL.bits()
@@ -138,8 +145,8 @@ fn scalar(node: &Node) -> Instance {
         // reader (go-yaml v2, YAML 1.1) resolves: `yes`/`no`/`on`/`off`
         // are booleans there even though kpt (YAML 1.2) keeps them strings.
         match text {
-            "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => tag::BOOL,
-            "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => tag::BOOL,
+            "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" if yaml11 => tag::BOOL,
+            "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" if yaml11 => tag::BOOL,
             _ => resolve_plain(text),
         }
     } else {

@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use super::jsonschema::{Instance, Validator};
+use super::jsonschema::{Instance, Leaf, Validator};
 use super::sdk::{FieldRef, FileRef, FnResult, Outcome, ResourceList, ResourceRef, file_path};
 use crate::yaml::node::Node;
 
@@ -161,14 +161,45 @@ impl Config {
     }
 
     fn skips(&self, api_version: &str, kind: &str) -> bool {
-        self.skip_kinds.iter().any(|skip| {
-            skip == kind
-                || skip
-                    .strip_suffix(kind)
-                    .and_then(|rest| rest.strip_suffix('/'))
-                    .is_some_and(|rest| rest == api_version)
-        })
+        skips(&self.skip_kinds, api_version, kind)
     }
+}
+
+/// kubeconform's `-skip`: a listed kind (`Deployment`) or qualified kind
+/// (`apps/v1/Deployment`) is not validated.
+pub(crate) fn skips(skip_kinds: &[String], api_version: &str, kind: &str) -> bool {
+    skip_kinds.iter().any(|skip| {
+        skip == kind
+            || skip
+                .strip_suffix(kind)
+                .and_then(|rest| rest.strip_suffix('/'))
+                .is_some_and(|rest| rest == api_version)
+    })
+}
+
+/// kubeconform's errors for one resource of `api_version` and `kind`
+/// (converted by `instance` only when a schema covers the kind) against the
+/// bundled schema (`-strict` variant when `strict`): `Ok(None)` when no
+/// schema covers the kind.
+pub(crate) fn validate(
+    api_version: &str,
+    kind: &str,
+    instance: impl FnOnce() -> Instance,
+    strict: bool,
+) -> Result<Option<Vec<Leaf>>, String> {
+    let schemas = schemas()?;
+    let Some(schema) = schemas
+        .by_file
+        .get(&schema_file(api_version, kind))
+        .and_then(|name| schemas.defs.get(name))
+    else {
+        return Ok(None);
+    };
+    let validator = Validator {
+        defs: &schemas.defs,
+        strict,
+    };
+    Ok(Some(validator.validate(schema, &instance())))
 }
 
 /// Go `strconv.ParseBool`.
@@ -188,14 +219,6 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
         Ok(config) => config,
         Err(message) => return Outcome::sdk_failure(input, vec![FnResult::error(message)]),
     };
-    let schemas = match schemas() {
-        Ok(schemas) => schemas,
-        Err(message) => return Outcome::sdk_failure(input, vec![FnResult::error(message)]),
-    };
-    let validator = Validator {
-        defs: &schemas.defs,
-        strict: config.strict,
-    };
     let mut results = Vec::new();
     for item in &input.items {
         let api_version = item.get_str(&["apiVersion"]).unwrap_or_default();
@@ -203,19 +226,22 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
         if config.skips(api_version, kind) {
             continue;
         }
-        let Some(schema) = schemas
-            .by_file
-            .get(&schema_file(api_version, kind))
-            .and_then(|name| schemas.defs.get(name))
-        else {
-            continue;
+        let leaves = match validate(
+            api_version,
+            kind,
+            || Instance::from_node(item),
+            config.strict,
+        ) {
+            Ok(Some(leaves)) => leaves,
+            Ok(None) => continue,
+            Err(message) => return Outcome::sdk_failure(input, vec![FnResult::error(message)]),
         };
         let reference = ResourceRef::of(item);
         let file = file_path(item).map(|path| FileRef {
             path: path.to_owned(),
             index: 0,
         });
-        for leaf in validator.validate(schema, &Instance::from_node(item)) {
+        for leaf in leaves {
             results.push(FnResult {
                 resource_ref: Some(reference.clone()),
                 // The function turns the JSON pointer into a dotted path;

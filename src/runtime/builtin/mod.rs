@@ -19,9 +19,13 @@ pub(crate) mod apply_replacements;
 pub(crate) mod apply_setters;
 pub(crate) mod create_setters;
 pub(crate) mod delete_annotations;
+pub(crate) mod enable_gcp_services;
 pub(crate) mod gatekeeper;
+pub(crate) mod generate_folders;
 pub(crate) mod jsonschema;
+pub(crate) mod jsyaml;
 pub(crate) mod kubeconform;
+pub(crate) mod kubeval;
 pub(crate) mod list_setters;
 pub(crate) mod remove_local_config_resources;
 pub(crate) mod sdk;
@@ -120,11 +124,17 @@ pub enum Builtin {
     DeleteAnnotations,
     /// `annotate-apply-time-mutations`
     AnnotateApplyTimeMutations,
+    /// `kubeval`
+    Kubeval,
+    /// `enable-gcp-services`
+    EnableGcpServices,
+    /// `generate-folders`
+    GenerateFolders,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 21] = [
+    pub const ALL: [Builtin; 24] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -146,6 +156,9 @@ impl Builtin {
         Builtin::SetProjectId,
         Builtin::DeleteAnnotations,
         Builtin::AnnotateApplyTimeMutations,
+        Builtin::Kubeval,
+        Builtin::EnableGcpServices,
+        Builtin::GenerateFolders,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -172,6 +185,9 @@ impl Builtin {
             Builtin::SetProjectId => "set-project-id",
             Builtin::DeleteAnnotations => "delete-annotations",
             Builtin::AnnotateApplyTimeMutations => "annotate-apply-time-mutations",
+            Builtin::Kubeval => "kubeval",
+            Builtin::EnableGcpServices => "enable-gcp-services",
+            Builtin::GenerateFolders => "generate-folders",
         }
     }
 
@@ -221,6 +237,9 @@ impl Builtin {
             Builtin::SetProjectId => set_project_id::run(input),
             Builtin::DeleteAnnotations => delete_annotations::run(input),
             Builtin::AnnotateApplyTimeMutations => annotate_apply_time_mutations::run(input),
+            Builtin::Kubeval => kubeval::run(input),
+            Builtin::EnableGcpServices => enable_gcp_services::run(input),
+            Builtin::GenerateFolders => generate_folders::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).

@@ -267,6 +267,13 @@ pub(crate) struct Outcome {
     pub(crate) exit_code: i32,
     /// Whether to sort items as the kpt Go SDK does before writing them.
     pub(crate) sort_items: bool,
+    /// Results written as given, after `results` (functions whose results
+    /// do not have the Go SDK's shape: the TypeScript SDK's key order,
+    /// empty namespaces, `warn`).
+    pub(crate) raw_results: Vec<Node>,
+    /// Nothing is written to stdout (a function that crashed before
+    /// writing its output).
+    pub(crate) silent: bool,
 }
 
 impl Outcome {
@@ -279,6 +286,8 @@ impl Outcome {
             stderr: String::new(),
             exit_code: 0,
             sort_items: true,
+            raw_results: Vec::new(),
+            silent: false,
         }
     }
 
@@ -316,13 +325,18 @@ impl Outcome {
         if let Some(config) = self.function_config {
             list.set("functionConfig", config);
         }
-        if !self.results.is_empty() {
+        if !self.results.is_empty() || !self.raw_results.is_empty() {
             let mut results = Node::new_sequence();
             results.content = self.results.iter().map(FnResult::to_node).collect();
+            results.content.append(&mut self.raw_results);
             list.set("results", results);
         }
         FunctionResponse {
-            stdout: to_string(&list, SeqIndent::Compact).into_bytes(),
+            stdout: if self.silent {
+                Vec::new()
+            } else {
+                to_string(&list, SeqIndent::Compact).into_bytes()
+            },
             stderr: self.stderr.into_bytes(),
             exit_code: self.exit_code,
         }
@@ -352,7 +366,7 @@ impl Outcome {
             sort_items(&mut self.items);
         }
         let items = std::mem::take(&mut self.items);
-        let results = if self.results.is_empty() {
+        let results = if self.results.is_empty() && self.raw_results.is_empty() {
             None
         } else {
             let written = Outcome {
@@ -364,6 +378,8 @@ impl Outcome {
                 // Writes `items: []`: without items kyaml would not read
                 // the document as a list.
                 sort_items: false,
+                raw_results: std::mem::take(&mut self.raw_results),
+                silent: false,
             }
             .into_response();
             static READ_BACK: RoundTrips<Option<Node>> = RoundTrips::new();
