@@ -306,3 +306,32 @@ fn substituted_values_are_shared_as_deckhand_shares_them() {
     assert_eq!(String::from_utf8_lossy(&second.output_bytes), fresh);
     assert_eq!(fresh.matches("password: changed").count(), 3, "{fresh}");
 }
+
+/// Generated sets whose charts write inside values they took, rendered by
+/// krender and by a Python model of Deckhand's substitution
+/// (tests/deckhand-model.py: real `copy.copy` sharing, networkx's order):
+/// the same data, or both fail. Needs python3 with PyYAML, networkx and
+/// jsonpath-ng (`.ci/run` installs them).
+#[test]
+fn shared_values_match_a_python_model_of_deckhand() {
+    let output = std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/deckhand-model.py"))
+        .arg(env!("CARGO_BIN_EXE_krender"))
+        .args(["0", "40"])
+        .output()
+        .expect("python3 runs tests/deckhand-model.py");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // Most sets render: the comparison is not vacuous.
+    let compared: usize = stdout
+        .split_whitespace()
+        .skip_while(|word| *word != "compared")
+        .nth(1)
+        .and_then(|n| n.trim_end_matches(',').parse().ok())
+        .unwrap_or(0);
+    assert!(compared >= 25, "{stdout}");
+}

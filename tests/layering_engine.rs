@@ -216,7 +216,10 @@ fn of_several_failures_deckhand_reports_the_first_in_its_own_order() {
         krender::layering::LayeringSession::new(&[dir.path().to_owned()]).expect("reads");
     let session_error = session.render().expect_err("two failures");
     assert_eq!(session_error.class(), error.class());
-    assert!(session_error.to_string().contains("late"), "{session_error}");
+    assert!(
+        session_error.to_string().contains("late"),
+        "{session_error}"
+    );
 }
 
 #[test]

@@ -34,9 +34,9 @@ use super::value::Value;
 /// A place in the set: a document (plan index) and a path in its data.
 type Place = (usize, Vec<Segment>);
 
-/// How many places one object may be found at before the search stops (a
-/// guard; real sets share a value among a handful of documents).
-const MAX_HOLDERS: usize = 100_000;
+/// How many places one object may be found at: real sets share a value
+/// among a handful of documents; more is an error, not an unbounded search.
+const MAX_HOLDERS: usize = 10_000;
 
 /// True when some document writes inside a value one of its own earlier
 /// substitutions inserted: a path at least two steps below the earlier
@@ -118,13 +118,18 @@ pub(crate) fn render(
                     write_dest(data, &taken.value, dest, &mut padding, Some(&mut written))
                         .map_err(|details| unknown_error(document, &dest.path, details))?;
                 }
+                let shared = |details: String| unknown_error(document, &dest.path, details);
                 for (slot, value) in &written {
-                    shares.write_through(index, slot, value, &mut rendered);
+                    shares
+                        .write_through(index, slot, value, &mut rendered)
+                        .map_err(shared)?;
                 }
                 if let (None, Some(from), Some(source), Ok(at)) =
                     (&dest.pattern, &taken.from, source, dest_path(dest))
                 {
-                    shares.copied(index, &at.segments, &taken.value, source, from);
+                    shares
+                        .copied(index, &at.segments, &taken.value, source, from)
+                        .map_err(shared)?;
                 }
             }
         }
@@ -150,7 +155,10 @@ impl Shares {
     }
 
     /// A shallow copy of `value` (from `source` at `from`) now sits at
-    /// `document` `at`: its mappings and lists are the source's.
+    /// `document` `at`: its mappings and lists are the source's. Where the
+    /// copy lands inside one of those (below the copied value, not in one of
+    /// its own slots), Python would make a value that contains itself: that
+    /// is an error.
     fn copied(
         &mut self,
         document: usize,
@@ -158,7 +166,22 @@ impl Shares {
         value: &Value,
         source: usize,
         from: &[Segment],
-    ) {
+    ) -> Result<(), String> {
+        let inside_a_child =
+            |path: &[Segment]| path.starts_with(from) && path.len() > from.len() + 1;
+        let inside_itself = (document == source && inside_a_child(at))
+            || self
+                .holders(document, at)?
+                .iter()
+                .any(|(holder, path)| *holder == source && inside_a_child(path));
+        if inside_itself {
+            return Err(format!(
+                "the value substituted would contain itself (it lands inside the source's {} it copies)",
+                JsonPath {
+                    segments: from.to_vec()
+                }
+            ));
+        }
         let children: Vec<Segment> = match value {
             Value::Map(map) => map
                 .iter()
@@ -171,7 +194,7 @@ impl Shares {
                 .filter(|(_, child)| matches!(child, Value::Map(_) | Value::Seq(_)))
                 .map(|(index, _)| Segment::Index(index))
                 .collect(),
-            _ => return,
+            _ => return Ok(()),
         };
         for child in children {
             let mut here = at.to_vec();
@@ -180,10 +203,12 @@ impl Shares {
             there.push(child);
             self.pair((document, here), (source, there));
         }
+        Ok(())
     }
 
-    /// Every other place holding the object at `document` `path`.
-    fn holders(&self, document: usize, path: &[Segment]) -> Vec<Place> {
+    /// Every other place holding the object at `document` `path`; an error
+    /// beyond [`MAX_HOLDERS`].
+    fn holders(&self, document: usize, path: &[Segment]) -> Result<Vec<Place>, String> {
         let start: Place = (document, path.to_vec());
         let mut seen: HashSet<Place> = HashSet::from([start.clone()]);
         let mut queue = vec![start.clone()];
@@ -192,8 +217,13 @@ impl Shares {
                 continue;
             };
             for (prefix, (other, other_path)) in pairs {
-                if !at_path.starts_with(prefix) || seen.len() >= MAX_HOLDERS {
+                if !at_path.starts_with(prefix) {
                     continue;
+                }
+                if seen.len() >= MAX_HOLDERS {
+                    return Err(format!(
+                        "a substituted value is shared by more than {MAX_HOLDERS} places"
+                    ));
                 }
                 let mut place = other_path.clone();
                 place.extend_from_slice(&at_path[prefix.len()..]);
@@ -206,7 +236,7 @@ impl Shares {
         seen.remove(&start);
         let mut holders: Vec<Place> = seen.into_iter().collect();
         holders.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.len().cmp(&b.1.len())));
-        holders
+        Ok(holders)
     }
 
     /// `document` wrote `value` into `slot`: every place holding the
@@ -218,12 +248,12 @@ impl Shares {
         slot: &[Segment],
         value: &Value,
         rendered: &mut [Option<Value>],
-    ) {
+    ) -> Result<(), String> {
         let Some((last, container)) = slot.split_last() else {
             self.forget_under(document, slot);
-            return;
+            return Ok(());
         };
-        for (holder, path) in self.holders(document, container) {
+        for (holder, path) in self.holders(document, container)? {
             let mut target = path;
             target.push(last.clone());
             if let Some(data) = rendered.get_mut(holder).and_then(Option::as_mut) {
@@ -238,6 +268,7 @@ impl Shares {
             self.forget_under(holder, &target);
         }
         self.forget_under(document, slot);
+        Ok(())
     }
 
     /// Drops the pairs of places at or under `document` `path`, both ways.

@@ -63,7 +63,11 @@ pub(crate) struct Taken {
     pub(crate) from: Option<Vec<Segment>>,
 }
 
-pub(crate) fn unknown_error(document: &Document, dest_path: &str, details: String) -> LayeringError {
+pub(crate) fn unknown_error(
+    document: &Document,
+    dest_path: &str,
+    details: String,
+) -> LayeringError {
     LayeringError::UnknownSubstitutionError {
         document: document.reference.clone(),
         dest_path: dest_path.to_owned(),
@@ -104,11 +108,14 @@ pub(crate) fn take_value(
 
     // A non-mapping source data section is the value itself.
     let (value, from) = if found.data.as_map().is_some() {
-        let path = JsonPath::parse(&src.path)
-            .map_err(|error| unknown(format!("source path: {error}")))?;
+        let path =
+            JsonPath::parse(&src.path).map_err(|error| unknown(format!("source path: {error}")))?;
         (path.get_present(found.data), path.segments)
     } else {
-        (Some(found.data).filter(|value| !value.is_null()), Vec::new())
+        (
+            Some(found.data).filter(|value| !value.is_null()),
+            Vec::new(),
+        )
     };
     let mut value = match value {
         Some(value) => value.clone(),
