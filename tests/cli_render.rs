@@ -1054,3 +1054,37 @@ fn diagnostics_rich_points_at_the_kptfile_line() {
         "no colour off a terminal: {snippet:?}"
     );
 }
+
+/// A tag whose behaviour the builtin does not follow (set-namespace v0.3
+/// only replaced existing namespaces) is not rendered the new way: it goes
+/// to the container runtime, and when that fails the last line says why
+/// and what to do. Nothing is written but the status.
+#[test]
+fn a_tag_the_builtin_does_not_follow_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n  - image: gcr.io/kpt-fn/set-namespace:v0.3.4\n    configMap:\n      namespace: prod\n",
+    )
+    .expect("write");
+    let config = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n";
+    std::fs::write(dir.path().join("cm.yaml"), config).expect("write");
+    let (code, stderr) = krender_in(
+        dir.path(),
+        &["fn", "render", ".", "--image-pull-policy", "Never"],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("krender: builtin set-namespace does not implement tag v0.3.4 (v0.3 only replaces existing namespaces"),
+        "{stderr}"
+    );
+    assert!(
+        last.ends_with("map it in render.toml to an executable or a container image"),
+        "{last}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("cm.yaml")).expect("read"),
+        config
+    );
+}

@@ -315,7 +315,10 @@ fn substituted_values_are_shared_as_deckhand_shares_them() {
 #[test]
 fn shared_values_match_a_python_model_of_deckhand() {
     let output = std::process::Command::new("python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/deckhand-model.py"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/deckhand-model.py"
+        ))
         .arg(env!("CARGO_BIN_EXE_krender"))
         .args(["0", "40"])
         .output()

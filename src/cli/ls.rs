@@ -142,6 +142,9 @@ fn row(
     };
     let runs_as = match crate::runtime::builtin::suggestion(&image) {
         Some(meant) => format!("{runs_as} (did you mean {}?)", meant.name()),
+        None if crate::runtime::builtin::refused_tag(&image).is_some() => {
+            format!("{runs_as} (the builtin does not implement this tag)")
+        }
         None => runs_as,
     };
     Row {

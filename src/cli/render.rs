@@ -538,6 +538,9 @@ fn builtin_hint(outcome: &RenderOutcome, image: &dyn Evaluator) -> Option<String
         return None;
     }
     let (bare, tag) = split_image(&failed.image);
+    if let Some(refused) = crate::runtime::builtin::refused_tag(&failed.image) {
+        return Some(format!("krender: {refused}"));
+    }
     if let Some(meant) = crate::runtime::builtin::suggestion(&failed.image) {
         return Some(format!(
             "krender: {:?} is no catalog function krender knows; did you mean {:?}?",

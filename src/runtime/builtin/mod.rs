@@ -61,11 +61,32 @@ pub fn catalog_name(name: &str) -> Option<&str> {
     (!function.is_empty() && !function.contains('/')).then_some(bare)
 }
 
+/// Why `image`'s builtin does not serve its tag, as the error line a user
+/// sees: the catalog changed the function between minor versions and the
+/// builtin follows another one (see [`Builtin::for_image`]). `None` when the
+/// image has no builtin, or its tag is served.
+pub fn refused_tag(image: &str) -> Option<String> {
+    let builtin = Builtin::named_by(image)?;
+    let (_, rest) = split_image(image);
+    let tag = rest.strip_prefix(':')?;
+    let tag = tag.split('@').next().unwrap_or(tag);
+    let mut numbers = tag.strip_prefix('v')?.split('.');
+    let version: (u32, u32) = (numbers.next()?.parse().ok()?, numbers.next()?.parse().ok()?);
+    let (_, why) = builtin
+        .other_versions()
+        .iter()
+        .find(|(minor, _)| *minor == version)?;
+    Some(format!(
+        "builtin {} does not implement tag {tag} ({why}); map it in render.toml to an executable or a container image",
+        builtin.name()
+    ))
+}
+
 /// The builtin a misspelled catalog image most likely meant: one whose
 /// name is within two edits of the image's catalog name, when the image is
 /// not itself a builtin's.
 pub fn suggestion(image: &str) -> Option<Builtin> {
-    if Builtin::for_image(image).is_some() {
+    if Builtin::named_by(image).is_some() {
         return None;
     }
     let (name, _) = split_image(image);
@@ -200,13 +221,65 @@ impl Builtin {
 
     /// The builtin implementing `image`, if any: the image must be a catalog
     /// image (default or legacy prefix, or a bare name; the catalog's `wasm/`
-    /// builds too); any tag or digest is accepted.
+    /// builds too) whose tag the builtin serves ([`refused_tag`]): no tag,
+    /// `latest`, a digest, or a version whose behaviour it follows.
     pub fn for_image(image: &str) -> Option<Builtin> {
+        Builtin::named_by(image).filter(|_| refused_tag(image).is_none())
+    }
+
+    /// The builtin of `image`'s catalog name, whatever its tag.
+    fn named_by(image: &str) -> Option<Builtin> {
         let (name, _) = split_image(image);
         // The catalog also publishes wasm builds of the same functions
         // (`wasm/set-namespace`); they behave like the container images.
         let bare = catalog_name(name)?;
         Builtin::from_name(bare.strip_prefix("wasm/").unwrap_or(bare))
+    }
+
+    /// The catalog's minor versions (`(major, minor)`) whose behaviour this
+    /// builtin does not follow, and how they differ. Builtins follow the
+    /// newest line; older minors that changed behaviour are listed here (the
+    /// catalog declares every minor bump before 1.0 breaking). A minor newer
+    /// than any known is served: it cannot be told apart from one that only
+    /// fixed bugs.
+    fn other_versions(self) -> &'static [((u32, u32), &'static str)] {
+        match self {
+            Builtin::SetNamespace => &[
+                (
+                    (0, 1),
+                    "v0.1 adds or replaces the namespace of every namespaced resource and ignores depends-on annotations",
+                ),
+                (
+                    (0, 2),
+                    "v0.2 adds or replaces the namespace of every namespaced resource",
+                ),
+                (
+                    (0, 3),
+                    "v0.3 only replaces existing namespaces, with other modes and messages",
+                ),
+            ],
+            Builtin::SetLabels => &[(
+                (0, 1),
+                "v0.1 takes additionalLabelFields and reports one result per field",
+            )],
+            Builtin::Starlark => &[
+                (
+                    (0, 1),
+                    "v0.1 runs only StarlarkRun sources and drops StarlarkRun items",
+                ),
+                ((0, 2), "v0.2 cannot load() libraries"),
+            ],
+            Builtin::Kubeval => &[
+                ((0, 1), "v0.1 is the kubeval library, with other messages"),
+                ((0, 2), "v0.2 is the kubeval library, with other messages"),
+            ],
+            Builtin::Gatekeeper => &[((0, 1), "v0.1 runs an older Gatekeeper engine")],
+            Builtin::SetProjectId => &[(
+                (0, 1),
+                "v0.1 adds apply-setters:v0.1 and reads only the root Kptfile",
+            )],
+            _ => &[],
+        }
     }
 
     /// Runs the function on a parsed input.
@@ -420,6 +493,44 @@ impl BuiltinEvaluator {
 
 #[cfg(test)]
 mod tests {
+    /// A builtin serves no tag, `latest`, digests and the minors whose
+    /// behaviour it follows; other minors are refused with the reason.
+    #[test]
+    fn builtins_serve_only_the_versions_they_follow() {
+        use super::{Builtin, refused_tag};
+        for image in [
+            "gcr.io/kpt-fn/set-namespace",
+            "gcr.io/kpt-fn/set-namespace:latest",
+            "gcr.io/kpt-fn/set-namespace:v0.4.1",
+            "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4",
+            "gcr.io/kpt-fn/set-namespace@sha256:0123",
+            "gcr.io/kpt-fn/set-labels:v0.2.5",
+            "gcr.io/kpt-fn/starlark:v0.3.0",
+            "gcr.io/kpt-fn/set-namespace:v0.5.1",
+            "gcr.io/kpt-fn/apply-setters:v0.1.1",
+            "gcr.io/kpt-fn/search-replace:v0.1",
+        ] {
+            assert_eq!(refused_tag(image), None, "{image}");
+            assert!(Builtin::for_image(image).is_some(), "{image}");
+        }
+        for (image, says) in [
+            (
+                "gcr.io/kpt-fn/set-namespace:v0.3.4",
+                "v0.3 only replaces existing namespaces",
+            ),
+            ("gcr.io/kpt-fn/set-namespace:v0.2", "v0.2 adds or replaces"),
+            ("gcr.io/kpt-fn/set-labels:v0.1.5", "additionalLabelFields"),
+            ("gcr.io/kpt-fn/starlark:v0.2.2", "cannot load()"),
+            ("gcr.io/kpt-fn/kubeval:v0.2", "kubeval library"),
+        ] {
+            let refused = refused_tag(image).unwrap_or_default();
+            assert!(refused.contains(says), "{image}: {refused}");
+            assert!(refused.contains("map it in render.toml"), "{refused}");
+            assert_eq!(Builtin::for_image(image), None, "{image}");
+        }
+        assert_eq!(super::suggestion("gcr.io/kpt-fn/set-namespace:v0.3"), None);
+    }
+
     #[test]
     fn a_near_miss_of_a_builtin_gets_a_suggestion() {
         for (image, meant) in [
