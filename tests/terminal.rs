@@ -101,6 +101,36 @@ impl Terminal {
         }
     }
 
+    /// Waits (a second at most) until the reader thread has copied what
+    /// the program wrote before it exited: the screen stops growing.
+    fn drain(&self) {
+        let started = Instant::now();
+        let mut seen = self.screen().len();
+        let mut quiet = 0;
+        while quiet < 3 && started.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(30));
+            let now = self.screen().len();
+            quiet = if now == seen { quiet + 1 } else { 0 };
+            seen = now;
+        }
+    }
+
+    /// Waits until a whole line of the screen (escapes removed) is `line`:
+    /// the reader thread may still be copying the last output after the
+    /// program exited. Panics with the screen at the deadline.
+    fn wait_for_line(&mut self, line: &str) {
+        let started = Instant::now();
+        while !plain_lines(&self.screen()).any(|shown| shown == line) {
+            if started.elapsed() > DEADLINE {
+                panic!(
+                    "no line {line:?} on the terminal in {DEADLINE:?}:\n{}",
+                    self.screen()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Types `bytes` (b"\x03" is Ctrl-C).
     fn press(&mut self, bytes: &[u8]) {
         self.writer.write_all(bytes).expect("typed");
@@ -117,6 +147,7 @@ impl Terminal {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("waits") {
+                self.drain();
                 return status.exit_code();
             }
             if started.elapsed() > DEADLINE {
@@ -266,8 +297,7 @@ fn fn_render_unwrap_piped_into_another_program_finishes() {
     );
     let mut terminal = Terminal::spawn("sh", &["-c", &line], &work.pkg, &work.cache);
     assert_eq!(terminal.exit_code(), 0, "{}", terminal.screen());
-    let screen = terminal.screen();
-    assert!(plain_lines(&screen).any(|line| line == "31"), "{screen}");
+    terminal.wait_for_line("31");
 }
 
 #[test]
