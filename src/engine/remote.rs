@@ -271,7 +271,11 @@ fn operator_for(url: &str) -> opendal::Result<opendal::Operator> {
             ],
         );
     }
-    opendal::Operator::from_uri(url)
+    // gsutil's spelling of a bucket; OpenDAL's scheme is `gcs`.
+    match url.strip_prefix("gs://") {
+        Some(rest) => opendal::Operator::from_uri(format!("gcs://{rest}").as_str()),
+        None => opendal::Operator::from_uri(url),
+    }
 }
 
 /// Keys are hex digests; anything else never reaches the store (a key is
@@ -322,6 +326,26 @@ mod tests {
         assert_eq!(unframe(&damaged), None);
         assert_eq!(unframe(&framed[..framed.len() - 1]), None);
         assert_eq!(unframe(b"KRREM001"), None);
+    }
+
+    /// Every scheme the README names opens (a store that is not there
+    /// shows only on first use); an unknown one is an error naming it.
+    #[test]
+    fn every_documented_scheme_opens() {
+        for url in [
+            "redis://127.0.0.1:1",
+            "file:///tmp/krender-remote-open-test",
+            "http://127.0.0.1:1/cache",
+            "s3://bucket/prefix?region=us-east-1&endpoint=http://127.0.0.1:1",
+            "gs://bucket/prefix",
+            "gcs://bucket/prefix",
+            "azblob://container/prefix?endpoint=http://127.0.0.1:1&account_name=a&account_key=a2V5",
+        ] {
+            let opened = RemoteCache::open(url, RemoteMode::Read);
+            assert!(opened.is_ok(), "{url}: {:?}", opened.err());
+        }
+        let unknown = RemoteCache::open("nosuchstore://x", RemoteMode::Read);
+        assert!(unknown.is_err());
     }
 
     #[test]
