@@ -151,20 +151,8 @@ fn run_levels(
     stats: &mut OnceStats,
 ) -> Precomputed {
     let _span = tracing::info_span!("levels").entered();
-    let index: BTreeMap<&Path, usize> = scanned
-        .iter()
-        .enumerate()
-        .map(|(i, pkg)| (pkg.path.as_path(), i))
-        .collect();
-    let children: Vec<Vec<usize>> = scanned
-        .iter()
-        .map(|pkg| {
-            pkg.children
-                .iter()
-                .filter_map(|child| index.get(child.as_path()).copied())
-                .collect()
-        })
-        .collect();
+    let index = package_index(&scanned);
+    let children = child_indexes(&scanned, &index);
     let graph: BTreeMap<String, Vec<String>> = scanned
         .iter()
         .map(|pkg| {
@@ -464,6 +452,28 @@ fn run_one(
     }))
 }
 
+/// Each scanned package's position in `scanned`, by path.
+fn package_index(scanned: &[Scanned]) -> BTreeMap<&Path, usize> {
+    scanned
+        .iter()
+        .enumerate()
+        .map(|(i, pkg)| (pkg.path.as_path(), i))
+        .collect()
+}
+
+/// Each scanned package's subpackages, as indexes into `scanned`.
+fn child_indexes(scanned: &[Scanned], index: &BTreeMap<&Path, usize>) -> Vec<Vec<usize>> {
+    scanned
+        .iter()
+        .map(|pkg| {
+            pkg.children
+                .iter()
+                .filter_map(|child| index.get(child.as_path()).copied())
+                .collect()
+        })
+        .collect()
+}
+
 /// What a shard rendered (see [`super::shard`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShardReport {
@@ -513,20 +523,7 @@ pub fn render_shard(
     let actions = context.actions.as_deref().ok_or(ShardError::NoCache)?;
     let scanned = scan_tree(&context.root, root_kptfile, None)
         .ok_or_else(|| ShardError::Unreadable(context.root.clone()))?;
-    let index: BTreeMap<&Path, usize> = scanned
-        .iter()
-        .enumerate()
-        .map(|(i, pkg)| (pkg.path.as_path(), i))
-        .collect();
-    let children: Vec<Vec<usize>> = scanned
-        .iter()
-        .map(|pkg| {
-            pkg.children
-                .iter()
-                .filter_map(|child| index.get(child.as_path()).copied())
-                .collect()
-        })
-        .collect();
+    let children = child_indexes(&scanned, &package_index(&scanned));
     let names: Vec<String> = scanned.iter().map(|pkg| path_key(&pkg.path)).collect();
     let plan = super::shard::plan(&children, &names, spec.count);
     let mine = plan
