@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use krender::layering::{SubstitutionOptions, render_command};
+use krender::cli::layer::render_command;
+use krender::layering::SubstitutionOptions;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/layering")
@@ -242,6 +243,7 @@ fn missing_substitution_sources_are_skipped_with_warnings_when_allowed() {
         &[dir],
         SubstitutionOptions {
             allow_missing_sources: true,
+            ..SubstitutionOptions::default()
         },
         &mut stdout,
         &mut stderr,
@@ -260,6 +262,23 @@ fn missing_substitution_sources_are_skipped_with_warnings_when_allowed() {
         stdout.ends_with("data:\n  values:\n    replicas: 1\n    host: null\n    port: 5000\n"),
         "{stdout}"
     );
+    // A session (watch) under the same options: the same bytes and warnings.
+    let mut session = krender::layering::LayeringSession::with_options(
+        &[fixtures().join("missing-sources")],
+        SubstitutionOptions {
+            allow_missing_sources: true,
+            ..SubstitutionOptions::default()
+        },
+    )
+    .expect("reads");
+    let rendered = session.render().expect("renders");
+    assert_eq!(String::from_utf8_lossy(&rendered.output_bytes), stdout);
+    let said: String = rendered
+        .warnings
+        .iter()
+        .map(|warning| format!("krender: warning: {warning}\n"))
+        .collect();
+    assert_eq!(said, stderr);
 }
 
 /// Deckhand's shared substitution values (fixtures/layering/shared-values,
@@ -337,4 +356,82 @@ fn shared_values_match_a_python_model_of_deckhand() {
         .and_then(|n| n.trim_end_matches(',').parse().ok())
         .unwrap_or(0);
     assert!(compared >= 25, "{stdout}");
+}
+
+/// `--redact-encrypted` (Pegleg's default, Deckhand without cleartext
+/// secrets): the chart that reads an encrypted passphrase is output with
+/// `storagePolicy: encrypted` and that substitution's source and
+/// destination paths replaced by `sha256(json.dumps(path))`, checked here
+/// with Python's own hashlib and json; its data and the documents reading
+/// only cleartext sources are as without the switch.
+#[test]
+fn destinations_of_encrypted_sources_are_redacted_as_deckhand_redacts_them() {
+    let dir = fixtures().join("redact-encrypted");
+    let (code, cleartext, stderr) = run(std::slice::from_ref(&dir));
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let code = render_command(
+        &[dir],
+        SubstitutionOptions {
+            redact_encrypted: true,
+            ..SubstitutionOptions::default()
+        },
+        &mut stdout,
+        &mut stderr,
+    );
+    let redacted = String::from_utf8(stdout).expect("utf-8");
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&stderr));
+    let expected = std::fs::read_to_string(fixtures().join("redact-encrypted.expected.yaml"))
+        .expect("expected output");
+    assert_eq!(redacted, expected);
+    let options = SubstitutionOptions {
+        redact_encrypted: true,
+        ..SubstitutionOptions::default()
+    };
+    let mut session = krender::layering::LayeringSession::with_options(
+        &[fixtures().join("redact-encrypted")],
+        options,
+    )
+    .expect("reads");
+    assert_eq!(
+        String::from_utf8_lossy(&session.render().expect("renders").output_bytes),
+        expected
+    );
+
+    let script = r#"
+import hashlib, json, sys, yaml
+clear, redacted = (list(yaml.safe_load_all(open(f))) for f in sys.argv[1:3])
+digest = lambda p: hashlib.sha256(json.dumps(p).encode("utf-8")).hexdigest()
+by_name = lambda docs: {d["metadata"]["name"]: d for d in docs}
+clear, redacted = by_name(clear), by_name(redacted)
+for name in clear:
+    assert clear[name]["data"] == redacted[name]["data"], name
+chart_c, chart_r = clear["keystone"]["metadata"], redacted["keystone"]["metadata"]
+assert chart_c["storagePolicy"] == "cleartext" and chart_r["storagePolicy"] == "encrypted"
+assert chart_r["substitutions"][0] == chart_c["substitutions"][0]
+src_c, src_r = chart_c["substitutions"][1], chart_r["substitutions"][1]
+assert src_r["src"]["path"] == digest(src_c["src"]["path"])
+assert [d["path"] for d in src_r["dest"]] == [digest(d["path"]) for d in src_c["dest"]]
+assert src_r["dest"][1]["pattern"] == "PASSWORD"
+assert redacted["endpoints"] == clear["endpoints"]
+print("ok")
+"#;
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let (clear_file, redacted_file) =
+        (scratch.path().join("c.yaml"), scratch.path().join("r.yaml"));
+    std::fs::write(&clear_file, &cleartext).expect("write");
+    std::fs::write(&redacted_file, &redacted).expect("write");
+    let output = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&clear_file)
+        .arg(&redacted_file)
+        .output()
+        .expect("python3 runs");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "ok\n",
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

@@ -93,6 +93,9 @@ pub struct WatchArgs {
     /// Quiet time after the last change before rebuilding, in milliseconds.
     #[arg(long = "debounce-ms", default_value_t = 200)]
     pub debounce_ms: u64,
+    /// For a layered document set: Pegleg's settings.
+    #[command(flatten)]
+    pub layer: LayerOptions,
 }
 
 /// `krender fn ...`
@@ -133,12 +136,41 @@ pub enum LayerCommand {
         /// Files or directories holding the layered documents.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// Pegleg's rendering: a substitution whose source document is
-        /// missing is skipped, and a missing source value is written as
-        /// null, each with Deckhand's warning, instead of failing.
-        #[arg(long = "allow-missing-substitution-sources")]
-        allow_missing_substitution_sources: bool,
+        /// Pegleg's settings.
+        #[command(flatten)]
+        options: LayerOptions,
     },
+}
+
+/// How a layered document set is rendered: Deckhand's defaults, or
+/// Pegleg's settings.
+#[derive(Clone, Copy, Debug, Args)]
+pub struct LayerOptions {
+    /// Pegleg's rendering: a substitution whose source document is
+    /// missing is skipped, and a missing source value is written as
+    /// null, each with Deckhand's warning, instead of failing.
+    #[arg(long = "allow-missing-substitution-sources")]
+    pub allow_missing_substitution_sources: bool,
+    /// Deckhand without cleartext secrets (Pegleg's default): a document
+    /// taking a value from a `storagePolicy: encrypted` source is output
+    /// as encrypted, with those substitutions' paths replaced by their
+    /// SHA-256 digests. The rendered data is not changed.
+    #[arg(long = "redact-encrypted")]
+    pub redact_encrypted: bool,
+    /// Both Pegleg settings: `--allow-missing-substitution-sources
+    /// --redact-encrypted`.
+    #[arg(long)]
+    pub pegleg: bool,
+}
+
+impl LayerOptions {
+    /// The layering library's options.
+    pub fn substitution(self) -> crate::layering::SubstitutionOptions {
+        crate::layering::SubstitutionOptions {
+            allow_missing_sources: self.allow_missing_substitution_sources || self.pegleg,
+            redact_encrypted: self.redact_encrypted || self.pegleg,
+        }
+    }
 }
 
 /// `fn render`: kpt's flags, and two CI verbs kpt does not have.

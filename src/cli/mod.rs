@@ -7,6 +7,7 @@ mod cache;
 mod diagnostics;
 mod eval;
 mod kpt;
+pub mod layer;
 mod ls;
 mod progress;
 mod render;
@@ -92,19 +93,8 @@ fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
             command: FnCommand::Ls(args),
         } => ls::run(&args, &mut out, &mut err),
         Command::Layer {
-            command:
-                LayerCommand::Render {
-                    paths,
-                    allow_missing_substitution_sources,
-                },
-        } => crate::layering::render_command(
-            &paths,
-            crate::layering::SubstitutionOptions {
-                allow_missing_sources: allow_missing_substitution_sources,
-            },
-            &mut out,
-            &mut err,
-        ),
+            command: LayerCommand::Render { paths, options },
+        } => layer::render_command(&paths, options.substitution(), &mut out, &mut err),
         Command::Cache { command } => cache::run(&command, &mut out, &mut err),
         Command::Watch(mut args) => {
             args.render.truncate_output = truncate_output;

@@ -57,7 +57,14 @@ pub(super) fn run(
     }
     if !root.join(KPTFILE_NAME).exists() {
         let debounce = Duration::from_millis(args.debounce_ms);
-        return watch_layered(&root, debounce, interrupts, out, err);
+        return watch_layered(
+            &root,
+            args.layer.substitution(),
+            debounce,
+            interrupts,
+            out,
+            err,
+        );
     }
     let kptfile = match hydrate::load_root(&root) {
         Ok(kptfile) => kptfile,
@@ -189,15 +196,16 @@ impl Watch {
 /// Kptfile): the rendered documents go to stdout after every rebuild.
 fn watch_layered(
     root: &Path,
+    options: crate::layering::SubstitutionOptions,
     debounce: Duration,
     interrupts: &Interrupts,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    let mut session = match LayeringSession::new(&[root.to_path_buf()]) {
+    let mut session = match LayeringSession::with_options(&[root.to_path_buf()], options) {
         Ok(session) => session,
         Err(error) => {
-            let _ = writeln!(err, "{}", crate::layering::format_error(&error));
+            let _ = writeln!(err, "{}", super::layer::format_error(&error));
             return 1;
         }
     };
@@ -205,6 +213,9 @@ fn watch_layered(
         let started = Instant::now();
         match session.render() {
             Ok(rendered) => {
+                for warning in &rendered.warnings {
+                    super::layer::print_warning(err, warning);
+                }
                 let _ = out.write_all(&rendered.output_bytes);
                 let _ = out.flush();
                 let _ = writeln!(
@@ -216,7 +227,7 @@ fn watch_layered(
                 );
             }
             Err(error) => {
-                let _ = writeln!(err, "{}", crate::layering::format_error(&error));
+                let _ = writeln!(err, "{}", super::layer::format_error(&error));
                 let _ = writeln!(err, "[watch] rebuild failed");
             }
         }

@@ -92,6 +92,9 @@ pub struct Document {
     pub is_abstract: bool,
     /// `metadata.replacement` is the boolean `true`.
     pub is_replacement: bool,
+    /// `metadata.storagePolicy` is `encrypted`: a destination taking a
+    /// value from it is redacted under `redact_encrypted`.
+    pub is_encrypted: bool,
     /// The layering actions, in order.
     pub actions: Vec<Action>,
     /// The substitutions, in order.
@@ -181,6 +184,8 @@ impl Document {
             parent_selector: parent_selector.as_map().cloned().unwrap_or_default(),
             is_abstract: definition.get("abstract") == Some(&Value::Bool(true)),
             is_replacement: metadata.get("replacement") == Some(&Value::Bool(true)),
+            is_encrypted: metadata.get("storagePolicy").and_then(Value::as_str)
+                == Some("encrypted"),
             actions,
             substitutions,
             data: body.get("data").cloned().unwrap_or(Value::Null),

@@ -84,6 +84,9 @@ pub struct FileSet {
     /// The files, in order.
     #[returns(ref)]
     pub files: Vec<SourceFile>,
+    /// How substitution treats missing sources and encrypted ones.
+    #[returns(copy)]
+    pub options: SubstitutionOptions,
 }
 
 /// One parsed document: its node (shared, so plan re-runs do not copy it)
@@ -144,6 +147,10 @@ pub struct LayerDoc<'db> {
     #[tracked]
     #[returns(ref)]
     sources: Vec<((String, String), LayerDoc<'db>)>,
+    /// The session's substitution options.
+    #[tracked]
+    #[returns(copy)]
+    options: SubstitutionOptions,
 }
 
 /// The checked set: documents level by level (a level depends only on
@@ -176,6 +183,7 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
         }
     }
     let plan = render::plan(&inputs)?;
+    let options = set.options(db);
     let shared = super::shared::needed(&plan);
     let is_output: Vec<bool> = (0..plan.documents.len())
         .map(|index| {
@@ -258,6 +266,7 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
                 Arc::clone(node),
                 parent,
                 sources,
+                options,
             );
             if let Some(slot) = created.get_mut(index) {
                 *slot = Some(doc);
@@ -280,13 +289,21 @@ fn layer_plan<'db>(db: &'db dyn Database, set: FileSet) -> Result<LayerPlan<'db>
     })
 }
 
+/// One document's rendered data and the warnings of what the options let
+/// through.
+#[derive(Debug, PartialEq)]
+struct RenderedDoc {
+    data: Value,
+    warnings: Vec<String>,
+}
+
 /// A document's rendered data; `None` for control documents. The name is
 /// what [`LayeringSession::render`] counts as "recomputed".
 #[salsa::tracked(returns(ref))]
 fn rendered_data<'db>(
     db: &'db dyn Database,
     doc: LayerDoc<'db>,
-) -> Result<Option<Value>, LayeringError> {
+) -> Result<Option<RenderedDoc>, LayeringError> {
     let document = doc.document(db);
     if document.is_control {
         return Ok(None);
@@ -294,9 +311,9 @@ fn rendered_data<'db>(
     let parent = match doc.parent(db) {
         None => None,
         Some(parent) => match rendered_data(db, parent) {
-            Ok(data) => Some((
+            Ok(rendered) => Some((
                 &**parent.document(db),
-                data.as_ref().unwrap_or(&Value::Null),
+                rendered.as_ref().map_or(&Value::Null, |r| &r.data),
             )),
             // The parent's own error is reported first (it is in an earlier
             // level); this copy only stops the descendants.
@@ -308,16 +325,38 @@ fn rendered_data<'db>(
         let (_, source) = sources
             .iter()
             .find(|((s, n), _)| s == schema && n == name)?;
-        let data = rendered_data(db, *source).as_ref().ok()?.as_ref()?;
+        let data = &rendered_data(db, *source).as_ref().ok()?.as_ref()?.data;
         Some(SourceData {
             reference: &source.document(db).reference,
             data,
         })
     };
-    // Sessions (watch) render strictly, so nothing is let through to warn
-    // about.
-    render_document(document, parent, source, SubstitutionOptions::default())
-        .map(|(data, _)| Some(data))
+    render_document(document, parent, source, doc.options(db))
+        .map(|(data, warnings)| Some(RenderedDoc { data, warnings }))
+}
+
+/// The output node of `doc` with its rendered `data`, redacted as the
+/// options say.
+fn output_node(db: &dyn Database, doc: LayerDoc<'_>, data: &Value) -> Node {
+    let mut node = with_data(doc.node(db), data.to_node());
+    if doc.options(db).redact_encrypted {
+        let encrypted: Vec<usize> = doc
+            .document(db)
+            .substitutions
+            .iter()
+            .enumerate()
+            .filter(|(_, substitution)| {
+                doc.sources(db).iter().any(|((schema, name), source)| {
+                    *schema == substitution.src.schema
+                        && *name == substitution.src.name
+                        && source.document(db).is_encrypted
+                })
+            })
+            .map(|(position, _)| position)
+            .collect();
+        super::redact::redact_node(&mut node, &encrypted);
+    }
+    node
 }
 
 /// An output document's YAML as it follows an earlier document in the
@@ -330,8 +369,8 @@ struct EncodedDocument {
 
 #[salsa::tracked(returns(ref))]
 fn encoded_document<'db>(db: &'db dyn Database, doc: LayerDoc<'db>) -> Option<EncodedDocument> {
-    let data = rendered_data(db, doc).as_ref().ok()?.as_ref()?;
-    let node = with_data(doc.node(db), data.to_node());
+    let data = &rendered_data(db, doc).as_ref().ok()?.as_ref()?.data;
+    let node = output_node(db, doc, data);
     let mut text = String::new();
     let mut encoder = Encoder::continuing(&mut text);
     encoder.encode(&node);
@@ -424,6 +463,9 @@ pub struct LayerRender {
     pub reparsed_files: usize,
     /// Documents in the set (after Deckhand's de-duplication).
     pub documents: usize,
+    /// The warnings of what the options let through, as the batch command
+    /// prints them.
+    pub warnings: Vec<String>,
 }
 
 /// A layered document set kept in memory for repeated renders (`krender
@@ -442,6 +484,15 @@ impl LayeringSession {
     /// Reads the files under `paths` (files or directories, as
     /// `krender layer render` takes them).
     pub fn new(paths: &[PathBuf]) -> Result<LayeringSession, LayeringError> {
+        LayeringSession::with_options(paths, SubstitutionOptions::default())
+    }
+
+    /// [`LayeringSession::new`], rendering under `options` as
+    /// [`super::render_paths_with`] does.
+    pub fn with_options(
+        paths: &[PathBuf],
+        options: SubstitutionOptions,
+    ) -> Result<LayeringSession, LayeringError> {
         let db = LayeringDb::new();
         let mut files = BTreeMap::new();
         for (root_index, root) in paths.iter().enumerate() {
@@ -457,7 +508,7 @@ impl LayeringSession {
                 files.entry((root_index, path)).or_insert(file);
             }
         }
-        let set = FileSet::new(&db, Vec::new());
+        let set = FileSet::new(&db, Vec::new(), options);
         let mut session = LayeringSession {
             db,
             set,
@@ -526,7 +577,7 @@ impl LayeringSession {
         self.take_executed();
         let result = self.render_inner();
         let executed = self.take_executed();
-        let (output_bytes, documents) = result?;
+        let (output_bytes, documents, warnings) = result?;
         let mut recomputed_documents = Vec::new();
         let mut reparsed_files = 0;
         let plan_docs = self.plan_documents_by_id();
@@ -547,6 +598,7 @@ impl LayeringSession {
             recomputed_documents,
             reparsed_files,
             documents,
+            warnings,
         })
     }
 
@@ -574,7 +626,7 @@ impl LayeringSession {
             .collect()
     }
 
-    fn render_inner(&self) -> Result<(Vec<u8>, usize), LayeringError> {
+    fn render_inner(&self) -> Result<(Vec<u8>, usize, Vec<String>), LayeringError> {
         let db = &self.db;
         // Parse the files in parallel first (memoized; unchanged files are
         // only checked), so the plan below finds them ready.
@@ -587,7 +639,8 @@ impl LayeringSession {
         let plan = layer_plan(db, self.set).as_ref().map_err(Clone::clone)?;
         if plan.shared {
             let documents = plan.levels.iter().map(Vec::len).sum();
-            return Ok((self.render_whole()?, documents));
+            let (bytes, warnings) = self.render_whole()?;
+            return Ok((bytes, documents, warnings));
         }
         // Warm each level in parallel. The error is the batch command's:
         // of the documents that failed although their parent and sources
@@ -620,7 +673,15 @@ impl LayeringSession {
                 let _ = encoded_document(db, *doc);
             });
         let documents = plan.levels.iter().map(Vec::len).sum();
-        Ok((self.assemble(plan), documents))
+        // In the batch command's order: level by level, in index order.
+        let warnings = plan
+            .levels
+            .iter()
+            .flatten()
+            .filter_map(|doc| rendered_data(db, *doc).as_ref().ok()?.as_ref())
+            .flat_map(|rendered| rendered.warnings.iter().cloned())
+            .collect();
+        Ok((self.assemble(plan), documents, warnings))
     }
 
     /// Joins the output documents. The first is encoded as a stream's first
@@ -634,10 +695,10 @@ impl LayeringSession {
         let mut plain = true;
         for doc in &plan.outputs {
             if first {
-                let Some(Some(data)) = rendered_data(db, *doc).as_ref().ok() else {
+                let Some(Some(rendered)) = rendered_data(db, *doc).as_ref().ok() else {
                     continue;
                 };
-                let node = with_data(doc.node(db), data.to_node());
+                let node = output_node(db, *doc, &rendered.data);
                 let mut encoder = Encoder::new(&mut out);
                 encoder.encode(&node);
                 plain = encoder.ended_plainly();
@@ -658,7 +719,7 @@ impl LayeringSession {
 
     /// The batch command's render of the whole set, from the parsed files
     /// (for sets that share substituted values).
-    fn render_whole(&self) -> Result<Vec<u8>, LayeringError> {
+    fn render_whole(&self) -> Result<(Vec<u8>, Vec<String>), LayeringError> {
         let db = &self.db;
         let mut inputs = Vec::new();
         let mut nodes = Vec::new();
@@ -668,8 +729,11 @@ impl LayeringSession {
                 nodes.push(Node::clone(&document.node));
             }
         }
-        let (rendered, _) = render::render_with(&inputs, SubstitutionOptions::default())?;
-        Ok(super::encode_output(&mut nodes, &rendered).into_bytes())
+        let (rendered, warnings) = render::render_with(&inputs, self.set.options(db))?;
+        Ok((
+            super::encode_output(&mut nodes, &rendered).into_bytes(),
+            warnings,
+        ))
     }
 
     fn encode_whole(&self, plan: &LayerPlan<'_>) -> String {
@@ -677,8 +741,8 @@ impl LayeringSession {
         let mut out = String::new();
         let mut encoder = Encoder::new(&mut out);
         for doc in &plan.outputs {
-            if let Ok(Some(data)) = rendered_data(db, *doc) {
-                encoder.encode(&with_data(doc.node(db), data.to_node()));
+            if let Ok(Some(rendered)) = rendered_data(db, *doc) {
+                encoder.encode(&output_node(db, *doc, &rendered.data));
             }
         }
         out

@@ -20,13 +20,13 @@ pub mod graph;
 pub mod incremental;
 pub mod parent;
 pub mod path;
+mod redact;
 pub mod render;
 mod shared;
 pub mod substitution;
 pub mod value;
 pub(crate) mod yaml11;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -49,56 +49,6 @@ pub struct LoadedDocument {
     pub node: Node,
     /// The decoded document.
     pub input: InputDocument,
-}
-
-/// Runs `krender layer render PATH...`: renders the layered document set
-/// found in `paths` (files or directories), prints the concrete documents on
-/// `stdout` and diagnostics on `stderr`; returns the process exit code.
-pub fn render_command(
-    paths: &[PathBuf],
-    options: SubstitutionOptions,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
-) -> i32 {
-    match render_paths_with(paths, options) {
-        Ok((text, warnings)) => {
-            for warning in warnings {
-                let _ = writeln!(stderr, "krender: warning: {warning}");
-            }
-            write_output(&text, stdout, stderr)
-        }
-        Err(error) => {
-            let _ = writeln!(stderr, "{}", format_error(&error));
-            1
-        }
-    }
-}
-
-/// Prints the rendered stream; the exit code.
-fn write_output(text: &str, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => 0,
-        // A closed pipe (`| head`) is not an error worth reporting.
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => 0,
-        Err(error) => {
-            let _ = writeln!(stderr, "error: writing output: {error}");
-            1
-        }
-    }
-}
-
-/// The text `krender layer render` prints for an error: `error[Class]: ...`
-/// (the Deckhand class name first, so scripts can match it), then the help.
-pub fn format_error(error: &LayeringError) -> String {
-    use miette::Diagnostic;
-    let mut text = format!("error[{}]: {error}", error.class());
-    if let Some(help) = error.help() {
-        text.push_str(&format!("\n  help: {help}"));
-    }
-    text
 }
 
 /// Loads, renders and encodes the document set in `paths`; returns the
@@ -145,6 +95,7 @@ pub fn encode_output(nodes: &mut [Node], rendered: &[RenderedDocument]) -> Strin
             continue;
         };
         node.set("data", document.data.to_node());
+        redact::redact_node(node, &document.redacted_substitutions);
         encoder.encode(node);
     }
     out

@@ -28,6 +28,9 @@ pub struct RenderedDocument {
     pub input: usize,
     /// The rendered `data`.
     pub data: Value,
+    /// Under `redact_encrypted`, the positions of the substitutions that
+    /// read encrypted sources (their paths are output hashed).
+    pub redacted_substitutions: Vec<usize>,
 }
 
 /// A checked document set, ready to render: documents, relations and the
@@ -79,9 +82,15 @@ pub fn render_with(
             }
             // Each rendered value is output once: move it out.
             if let Some(data) = rendered[index].take() {
+                let redacted_substitutions = if options.redact_encrypted {
+                    super::redact::encrypted_substitutions(&plan, index)
+                } else {
+                    Vec::new()
+                };
                 output.push(RenderedDocument {
                     input: document.input,
                     data,
+                    redacted_substitutions,
                 });
             }
         }
@@ -147,12 +156,14 @@ pub(crate) fn plan(inputs: &[&InputDocument]) -> Result<Plan, LayeringError> {
     let parents = select_parents(&documents, &layer_index)?;
     let family = check_replacements(&documents, parents)?;
 
+    // Deckhand's map (`_calc_replacements_and_substitutions`): every
+    // concrete document, a replaced one standing for its replacement (two
+    // other documents with one schema and name were refused above).
     let mut sources = BTreeMap::new();
     for (index, document) in documents.iter().enumerate() {
-        if !document.is_control && !document.is_abstract && family.replaced_by[index].is_none() {
-            sources
-                .entry((document.schema.clone(), document.name.clone()))
-                .or_insert(index);
+        if !document.is_control && !document.is_abstract {
+            let source = family.replaced_by[index].unwrap_or(index);
+            sources.insert((document.schema.clone(), document.name.clone()), source);
         }
     }
 

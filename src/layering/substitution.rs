@@ -25,6 +25,10 @@ pub struct SubstitutionOptions {
     /// skips the substitution, and a missing source value is written as
     /// null, each with Deckhand's warning, instead of failing the render.
     pub allow_missing_sources: bool,
+    /// Deckhand without cleartext secrets (Pegleg's default): a document
+    /// that takes a value from an encrypted source is output with
+    /// `storagePolicy: encrypted` and those substitutions' paths hashed.
+    pub redact_encrypted: bool,
 }
 
 /// Applies `document`'s substitutions, in order, to `data` (the document's
