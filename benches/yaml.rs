@@ -7,6 +7,11 @@
 //! parses to `Value` and writes with `to_string` (dropping comments); its
 //! result is checked to parse back to equal values.
 //!
+//! The table's rows run on one thread (a pool of one), so they measure the
+//! parser itself. A second table parses a long stream (50 MB by default,
+//! `KRENDER_BENCH_STREAM_MB`) on one thread and on two, where `yaml::split`
+//! cuts it into pieces, and checks both results are equal.
+//!
 //! Run: `cargo bench --bench yaml` (set `KRENDER_BENCH_DOCS` to resize).
 
 #![allow(clippy::print_stdout)]
@@ -130,6 +135,60 @@ fn measure(runs: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn main() {
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a one-thread pool");
+    one.install(single_thread_table);
+    stream_table();
+}
+
+/// A long stream parsed on one thread and on two.
+fn stream_table() {
+    let megabytes: usize = std::env::var("KRENDER_BENCH_STREAM_MB")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(50);
+    // The corpus averages about 530 bytes a document.
+    let text = corpus(megabytes * 1_000_000 / 530);
+    let size = text.len() as f64 / 1_000_000.0;
+    let pool = |threads| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a pool")
+    };
+    let (one, two) = (pool(1), pool(2));
+    let sequential = one.install(|| parse_documents(&text)).expect("parses");
+    let split = two.install(|| parse_documents(&text)).expect("parses");
+    assert!(
+        sequential == split,
+        "the two-thread parse must equal the sequential one"
+    );
+    drop((sequential, split));
+    let runs = 3;
+    let on = |pool: &rayon::ThreadPool| {
+        measure(runs, || {
+            black_box(pool.install(|| parse_documents(black_box(&text))).ok());
+        })
+    };
+    let (t1, t2) = (on(&one), on(&two));
+    println!(
+        "\nstream: {size:.1} MB, median of {runs} runs\n\
+         | parse                | time (ms) |   MB/s | speed-up |\n\
+         |----------------------|----------:|-------:|---------:|\n\
+         | one thread           | {:9.1} | {:6.1} |    1.00x |\n\
+         | two threads (pieces) | {:9.1} | {:6.1} | {:7.2}x |",
+        t1.as_secs_f64() * 1000.0,
+        size / t1.as_secs_f64(),
+        t2.as_secs_f64() * 1000.0,
+        size / t2.as_secs_f64(),
+        t1.as_secs_f64() / t2.as_secs_f64(),
+    );
+}
+
+/// Parse and emit against serde_yaml, on one thread.
+fn single_thread_table() {
     let documents: usize = std::env::var("KRENDER_BENCH_DOCS")
         .ok()
         .and_then(|value| value.parse().ok())

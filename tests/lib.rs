@@ -29,3 +29,4 @@ mod terminal;
 mod yaml_golden;
 mod yaml_golden_identity;
 mod yaml_parse;
+mod yaml_split;

@@ -26,10 +26,11 @@ pub fn parse_document(src: &str) -> Result<Option<Node>, YamlError> {
     Ok(document.filter(|doc| !is_null_document(doc)))
 }
 
-/// Parses every document of `src` (Document nodes, in order), as repeated
-/// `Decode` calls on one go-yaml decoder return them; null documents are
-/// included.
-pub fn parse_documents(src: &str) -> Result<Vec<Node>, YamlError> {
+/// Parses every document of `src` on this thread (Document nodes, in
+/// order), as repeated `Decode` calls on one go-yaml decoder return them;
+/// null documents are included. [`super::parse_documents`] cuts long
+/// streams and calls this on the pieces.
+pub(crate) fn parse_documents_sequential(src: &str) -> Result<Vec<Node>, YamlError> {
     let mut composer = Composer::new(src).map_err(RawError::into_yaml_error)?;
     let mut documents = Vec::new();
     while let Some(document) = composer
