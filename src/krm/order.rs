@@ -164,7 +164,7 @@ pub(crate) fn rearrange_sequence_items(sequence: &mut Node) {
 
 /// Go's `%q` of a string (`strconv.Quote`): double quotes, `\n`, `\t`,
 /// `\"`, `\\` and `\x`/`\u` escapes for non-printable characters.
-fn go_quote(text: &str) -> String {
+pub(crate) fn go_quote(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {

@@ -613,30 +613,8 @@ pub(crate) fn effective_tag(node: &Node) -> &str {
     }
 }
 
-/// Go's `%q` for a string: double quotes with Go escapes.
-pub(crate) fn go_quote(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+/// Go's `%q` for a string (one copy, with the krm layer's sorting).
+pub(crate) use crate::krm::order::go_quote;
 
 /// kyaml `IsYaml1_1NonString`: text that a YAML 1.1 reader would not
 /// take as a string (go-yaml v3 non-strings, old booleans, base-60 numbers).
