@@ -23,6 +23,7 @@ pub(crate) mod enable_gcp_services;
 pub(crate) mod ensure_name_substring;
 pub(crate) mod gatekeeper;
 pub(crate) mod generate_folders;
+pub(crate) mod generate_kpt_pkg_docs;
 pub(crate) mod jsonschema;
 pub(crate) mod jsyaml;
 pub(crate) mod kubeconform;
@@ -154,11 +155,13 @@ pub enum Builtin {
     GenerateFolders,
     /// `ensure-name-substring`
     EnsureNameSubstring,
+    /// `generate-kpt-pkg-docs`
+    GenerateKptPkgDocs,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 25] = [
+    pub const ALL: [Builtin; 26] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -184,6 +187,7 @@ impl Builtin {
         Builtin::EnableGcpServices,
         Builtin::GenerateFolders,
         Builtin::EnsureNameSubstring,
+        Builtin::GenerateKptPkgDocs,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -214,6 +218,7 @@ impl Builtin {
             Builtin::EnableGcpServices => "enable-gcp-services",
             Builtin::GenerateFolders => "generate-folders",
             Builtin::EnsureNameSubstring => "ensure-name-substring",
+            Builtin::GenerateKptPkgDocs => "generate-kpt-pkg-docs",
         }
     }
 
@@ -322,6 +327,7 @@ impl Builtin {
             Builtin::EnableGcpServices => enable_gcp_services::run(input),
             Builtin::GenerateFolders => generate_folders::run(input),
             Builtin::EnsureNameSubstring => ensure_name_substring::run(input),
+            Builtin::GenerateKptPkgDocs => generate_kpt_pkg_docs::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
