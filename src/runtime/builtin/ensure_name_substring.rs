@@ -1568,6 +1568,24 @@ mod tests {
         }
     }
 
+    /// Odd shapes end in the function's errors or pass through; none panics.
+    #[test]
+    fn odd_inputs_do_not_panic() {
+        let config = "apiVersion: fn.kpt.dev/v1alpha1\nkind: EnsureNameSubstring\nmetadata:\n  name: c\nsubstring: x-\nadditionalNameFields:\n- path: spec\n- path: ''\n  create: true\n- path: a/b[]/c\n  create: yes\n- ~\n";
+        for item in [
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [a]\n",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\nspec: {name: b}\n",
+            "apiVersion: v1\nkind: RoleBinding\nmetadata:\n  name: a\nsubjects: [1, [2], {kind: ServiceAccount, namespace: [x]}]\nroleRef: 3\n",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  annotations:\n    config.kubernetes.io/depends-on: /x/y/z/w/v/u\nspec:\n  volumes: [~, {configMap: [1]}, {configMap: {}}]\n",
+            "kind: List\nmetadata: {}\n",
+            "a\n",
+            "[]\n",
+        ] {
+            let outcome = run_on(Some(config), &[item, CM]);
+            assert!(outcome.exit_code == 0 || !outcome.stderr.is_empty(), "{item}");
+        }
+    }
+
     #[test]
     fn paths_split_on_unescaped_slashes() {
         assert_eq!(
