@@ -1582,7 +1582,10 @@ mod tests {
             "[]\n",
         ] {
             let outcome = run_on(Some(config), &[item, CM]);
-            assert!(outcome.exit_code == 0 || !outcome.stderr.is_empty(), "{item}");
+            assert!(
+                outcome.exit_code == 0 || !outcome.stderr.is_empty(),
+                "{item}"
+            );
         }
     }
 
