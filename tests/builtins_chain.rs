@@ -133,7 +133,7 @@ fn unknown_images_are_not_found_by_the_builtins() {
     use krender::runtime::builtin::BuiltinEvaluator;
     let request = FunctionRequest {
         target: FunctionTarget::Image(
-            "ghcr.io/kptdev/krm-functions-catalog/ensure-name-substring:latest",
+            "ghcr.io/kptdev/krm-functions-catalog/render-helm-chart:latest",
         ),
         input: b"",
         timeout: Duration::from_secs(1),

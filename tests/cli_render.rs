@@ -753,7 +753,7 @@ fn a_failing_catalog_step_ends_with_how_to_run_it_otherwise() {
         String::from_utf8_lossy(&output.stderr).into_owned()
     };
     let stderr = render(
-        "ghcr.io/kptdev/krm-functions-catalog/ensure-name-substring:latest",
+        "ghcr.io/kptdev/krm-functions-catalog/render-helm-chart:latest",
         "        prepend: dev-\n",
     );
     assert!(
@@ -763,7 +763,7 @@ fn a_failing_catalog_step_ends_with_how_to_run_it_otherwise() {
     assert!(
         stderr.contains("is not one of krender's builtins")
             && stderr
-                .contains("image = \"ghcr.io/kptdev/krm-functions-catalog/ensure-name-substring\""),
+                .contains("image = \"ghcr.io/kptdev/krm-functions-catalog/render-helm-chart\""),
         "{stderr}"
     );
     let stderr = render("gcr.io/kpt-fn/set-image:v0.1", "        newName: x\n");

@@ -404,29 +404,29 @@ pull_policy = "IfNotPresent"
     #[test]
     fn a_tagged_image_pins_its_entry_to_the_tag() {
         let table = FunctionTable::parse(
-            "[[function]]\nimage = \"gcr.io/kpt-fn/ensure-name-substring:v0.1\"\nexecutable = { \"*\" = \"/bin/gf\" }\ntimeout_seconds = 9\n",
+            "[[function]]\nimage = \"gcr.io/kpt-fn/render-helm-chart:v0.1\"\nexecutable = { \"*\" = \"/bin/gf\" }\ntimeout_seconds = 9\n",
             Path::new("render.toml"),
         )
         .unwrap_or_default();
         assert_eq!(
-            table.route("gcr.io/kpt-fn/ensure-name-substring:v0.1"),
+            table.route("gcr.io/kpt-fn/render-helm-chart:v0.1"),
             Route::Executable(PathBuf::from("/bin/gf"))
         );
         // The same function under the other catalog prefix.
         assert_eq!(
-            table.route("ghcr.io/kptdev/krm-functions-catalog/ensure-name-substring:v0.1"),
+            table.route("ghcr.io/kptdev/krm-functions-catalog/render-helm-chart:v0.1"),
             Route::Executable(PathBuf::from("/bin/gf"))
         );
         assert_eq!(
-            table.route("gcr.io/kpt-fn/ensure-name-substring:v0.2"),
+            table.route("gcr.io/kpt-fn/render-helm-chart:v0.2"),
             Route::Container { pull_policy: None }
         );
         assert_eq!(
-            table.timeout_override("gcr.io/kpt-fn/ensure-name-substring:v0.1"),
+            table.timeout_override("gcr.io/kpt-fn/render-helm-chart:v0.1"),
             Some(Duration::from_secs(9))
         );
         assert_eq!(
-            table.timeout_override("gcr.io/kpt-fn/ensure-name-substring:v0.2"),
+            table.timeout_override("gcr.io/kpt-fn/render-helm-chart:v0.2"),
             None
         );
         let digest = FunctionTable::parse(

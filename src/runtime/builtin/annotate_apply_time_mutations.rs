@@ -33,7 +33,10 @@ use std::fmt::Write as _;
 
 use regex::Regex;
 
-use super::sdk::{self, FieldRef, FileRef, FnResult, Outcome, ResourceList, ResourceRef, go_quote};
+use super::sdk::{
+    self, FieldRef, FileRef, FnResult, Outcome, ResourceList, ResourceRef, expect_object, go_quote,
+    is_null, json_field, read_string, type_error,
+};
 use super::starlark::{go_format_float, parse_go_float, parse_go_int, string_node};
 use crate::krm::resource::{INDEX, LEGACY_INDEX, LEGACY_PATH, PATH};
 use crate::yaml::node::{Node, NodeKind, tag};
@@ -422,79 +425,6 @@ fn read_reference(node: &Node, parent: &str, path: &str) -> Result<Reference, St
         name: text("name")?,
         namespace: text("namespace")?,
     })
-}
-
-/// A string field: scalars become their text as `sigs.k8s.io/yaml` turns
-/// them into JSON strings for a string target (go-yaml v2 reads YAML 1.1
-/// booleans); null leaves it empty. (Floats are formatted with 64-bit
-/// precision here, 32-bit in Go: only digits past float32's differ.)
-fn read_string(node: Option<&Node>, parent: &str, path: &str) -> Result<String, String> {
-    let Some(node) = node else {
-        return Ok(String::new());
-    };
-    if node.kind != NodeKind::Scalar {
-        return Err(type_error(node, parent, path, "string"));
-    }
-    let text = node.value.as_str();
-    Ok(match sdk::effective_tag(node) {
-        tag::NULL => String::new(),
-        tag::BOOL => (matches!(text, "true" | "True" | "TRUE")).to_string(),
-        tag::INT => parse_go_int(text).map_or_else(|| text.to_owned(), |int| int.to_string()),
-        tag::FLOAT => parse_go_float(text).map_or_else(|| text.to_owned(), go_format_float),
-        _ if node.style.is_empty() && yaml11_bool(text).is_some() => {
-            yaml11_bool(text).unwrap_or_default().to_string()
-        }
-        _ => text.to_owned(),
-    })
-}
-
-/// go-yaml v2's YAML 1.1 booleans beyond `true`/`false`.
-fn yaml11_bool(text: &str) -> Option<bool> {
-    match text {
-        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
-        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
-        _ => None,
-    }
-}
-
-fn expect_object(node: &Node, parent: &str, path: &str, go_type: &str) -> Result<(), String> {
-    if node.kind == NodeKind::Mapping || is_null(node) {
-        return Ok(());
-    }
-    Err(type_error(node, parent, path, go_type))
-}
-
-/// encoding/json's `UnmarshalTypeError` text.
-fn type_error(node: &Node, parent: &str, path: &str, go_type: &str) -> String {
-    let found = match node.kind {
-        NodeKind::Mapping => "object",
-        NodeKind::Sequence => "array",
-        _ => match sdk::effective_tag(node) {
-            tag::BOOL => "bool",
-            tag::INT | tag::FLOAT => "number",
-            _ => "string",
-        },
-    };
-    format!("json: cannot unmarshal {found} into Go struct field {parent}.{path} of type {go_type}")
-}
-
-fn is_null(node: &Node) -> bool {
-    node.kind == NodeKind::Scalar && sdk::effective_tag(node) == tag::NULL
-}
-
-/// The value encoding/json gives a field after `sigs.k8s.io/yaml`'s JSON
-/// trip: of the keys equal to `name` ignoring case, the last in the JSON
-/// text, whose keys `json.Marshal` sorts (of repeated keys, the last one).
-fn json_field<'a>(node: &'a Node, name: &str) -> Option<&'a Node> {
-    let mut found: Option<(&Node, &Node)> = None;
-    for (key, value) in node.pairs() {
-        if key.value.eq_ignore_ascii_case(name)
-            && found.is_none_or(|(best, _)| key.value.as_str() >= best.value.as_str())
-        {
-            found = Some((key, value));
-        }
-    }
-    found.map(|(_, value)| value)
 }
 
 /// One mutation comment found by the scanner.

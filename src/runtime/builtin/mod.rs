@@ -20,8 +20,10 @@ pub(crate) mod apply_setters;
 pub(crate) mod create_setters;
 pub(crate) mod delete_annotations;
 pub(crate) mod enable_gcp_services;
+pub(crate) mod ensure_name_substring;
 pub(crate) mod gatekeeper;
 pub(crate) mod generate_folders;
+pub(crate) mod generate_kpt_pkg_docs;
 pub(crate) mod jsonschema;
 pub(crate) mod jsyaml;
 pub(crate) mod kubeconform;
@@ -151,11 +153,15 @@ pub enum Builtin {
     EnableGcpServices,
     /// `generate-folders`
     GenerateFolders,
+    /// `ensure-name-substring`
+    EnsureNameSubstring,
+    /// `generate-kpt-pkg-docs`
+    GenerateKptPkgDocs,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 24] = [
+    pub const ALL: [Builtin; 26] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -180,6 +186,8 @@ impl Builtin {
         Builtin::Kubeval,
         Builtin::EnableGcpServices,
         Builtin::GenerateFolders,
+        Builtin::EnsureNameSubstring,
+        Builtin::GenerateKptPkgDocs,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -209,6 +217,8 @@ impl Builtin {
             Builtin::Kubeval => "kubeval",
             Builtin::EnableGcpServices => "enable-gcp-services",
             Builtin::GenerateFolders => "generate-folders",
+            Builtin::EnsureNameSubstring => "ensure-name-substring",
+            Builtin::GenerateKptPkgDocs => "generate-kpt-pkg-docs",
         }
     }
 
@@ -274,6 +284,9 @@ impl Builtin {
                 ((0, 2), "v0.2 is the kubeval library, with other messages"),
             ],
             Builtin::Gatekeeper => &[((0, 1), "v0.1 runs an older Gatekeeper engine")],
+            Builtin::EnsureNameSubstring => {
+                &[((0, 1), "v0.1 leaves depends-on annotations unchanged")]
+            }
             Builtin::SetProjectId => &[(
                 (0, 1),
                 "v0.1 adds apply-setters:v0.1 and reads only the root Kptfile",
@@ -313,6 +326,8 @@ impl Builtin {
             Builtin::Kubeval => kubeval::run(input),
             Builtin::EnableGcpServices => enable_gcp_services::run(input),
             Builtin::GenerateFolders => generate_folders::run(input),
+            Builtin::EnsureNameSubstring => ensure_name_substring::run(input),
+            Builtin::GenerateKptPkgDocs => generate_kpt_pkg_docs::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
@@ -509,6 +524,7 @@ mod tests {
             "gcr.io/kpt-fn/set-namespace:v0.5.1",
             "gcr.io/kpt-fn/apply-setters:v0.1.1",
             "gcr.io/kpt-fn/search-replace:v0.1",
+            "gcr.io/kpt-fn/ensure-name-substring:v0.2.0",
         ] {
             assert_eq!(refused_tag(image), None, "{image}");
             assert!(Builtin::for_image(image).is_some(), "{image}");
@@ -522,6 +538,7 @@ mod tests {
             ("gcr.io/kpt-fn/set-labels:v0.1.5", "additionalLabelFields"),
             ("gcr.io/kpt-fn/starlark:v0.2.2", "cannot load()"),
             ("gcr.io/kpt-fn/kubeval:v0.2", "kubeval library"),
+            ("gcr.io/kpt-fn/ensure-name-substring:v0.1.1", "depends-on"),
         ] {
             let refused = refused_tag(image).unwrap_or_default();
             assert!(refused.contains(says), "{image}: {refused}");

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::starlark::{go_format_float, parse_go_float, parse_go_int};
 use crate::runtime::FunctionResponse;
 use crate::yaml::node::{Node, NodeKind, tag};
 use crate::yaml::{SeqIndent, parse_document, to_string};
@@ -620,6 +621,123 @@ pub(crate) use crate::krm::order::go_quote;
 /// take as a string (go-yaml v3 non-strings, old booleans, base-60 numbers).
 pub(crate) fn is_yaml11_non_string(text: &str) -> bool {
     !crate::yaml::marshal::can_use_plain(text)
+}
+
+/// A string field: scalars become their text as `sigs.k8s.io/yaml` turns
+/// them into JSON strings for a string target (go-yaml v2 reads YAML 1.1
+/// booleans); null leaves it empty. (Floats are formatted with 64-bit
+/// precision here, 32-bit in Go: only digits past float32's differ.)
+pub(crate) fn read_string(node: Option<&Node>, parent: &str, path: &str) -> Result<String, String> {
+    let Some(node) = node else {
+        return Ok(String::new());
+    };
+    if node.kind != NodeKind::Scalar {
+        return Err(type_error(node, parent, path, "string"));
+    }
+    let text = node.value.as_str();
+    Ok(match effective_tag(node) {
+        tag::NULL => String::new(),
+        tag::BOOL => (matches!(text, "true" | "True" | "TRUE")).to_string(),
+        tag::INT => parse_go_int(text).map_or_else(|| text.to_owned(), |int| int.to_string()),
+        tag::FLOAT => parse_go_float(text).map_or_else(|| text.to_owned(), go_format_float),
+        _ if node.style.is_empty() && yaml11_bool(text).is_some() => {
+            yaml11_bool(text).unwrap_or_default().to_string()
+        }
+        _ => text.to_owned(),
+    })
+}
+
+/// go-yaml v2's YAML 1.1 booleans beyond `true`/`false`.
+pub(crate) fn yaml11_bool(text: &str) -> Option<bool> {
+    match text {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
+    }
+}
+
+pub(crate) fn expect_object(
+    node: &Node,
+    parent: &str,
+    path: &str,
+    go_type: &str,
+) -> Result<(), String> {
+    if node.kind == NodeKind::Mapping || is_null(node) {
+        return Ok(());
+    }
+    Err(type_error(node, parent, path, go_type))
+}
+
+/// encoding/json's `UnmarshalTypeError` text.
+pub(crate) fn type_error(node: &Node, parent: &str, path: &str, go_type: &str) -> String {
+    let found = match node.kind {
+        NodeKind::Mapping => "object",
+        NodeKind::Sequence => "array",
+        _ => match effective_tag(node) {
+            tag::BOOL => "bool",
+            tag::INT | tag::FLOAT => "number",
+            _ => "string",
+        },
+    };
+    format!("json: cannot unmarshal {found} into Go struct field {parent}.{path} of type {go_type}")
+}
+
+/// True for a null scalar, tagged or plain.
+pub(crate) fn is_null(node: &Node) -> bool {
+    node.kind == NodeKind::Scalar && effective_tag(node) == tag::NULL
+}
+
+/// The value encoding/json gives a field after `sigs.k8s.io/yaml`'s JSON
+/// trip: of the keys equal to `name` ignoring case, the last in the JSON
+/// text, whose keys `json.Marshal` sorts (of repeated keys, the last one).
+pub(crate) fn json_field<'a>(node: &'a Node, name: &str) -> Option<&'a Node> {
+    let mut found: Option<(&Node, &Node)> = None;
+    for (key, value) in node.pairs() {
+        if key.value.eq_ignore_ascii_case(name)
+            && found.is_none_or(|(best, _)| key.value.as_str() >= best.value.as_str())
+        {
+            found = Some((key, value));
+        }
+    }
+    found.map(|(_, value)| value)
+}
+
+/// kyaml `resid.FromRNode(obj).String()`: `Kind.version.group/name.namespace`.
+pub(crate) fn res_id(item: &Node) -> String {
+    let api_version = item.get_str(&["apiVersion"]).unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    res_id_string(
+        group,
+        version,
+        item.get_str(&["kind"]).unwrap_or_default(),
+        item.get_str(&["metadata", "name"]).unwrap_or_default(),
+        item.get_str(&["metadata", "namespace"]).unwrap_or_default(),
+    )
+}
+
+/// kyaml `ResId.String()` of its parts, `[noKind]`-style for missing ones.
+pub(crate) fn res_id_string(
+    group: &str,
+    version: &str,
+    kind: &str,
+    name: &str,
+    namespace: &str,
+) -> String {
+    let or = |text: &str, missing: &'static str| {
+        if text.is_empty() {
+            missing.to_owned()
+        } else {
+            text.to_owned()
+        }
+    };
+    format!(
+        "{}.{}.{}/{}.{}",
+        or(kind, "[noKind]"),
+        or(version, "[noVer]"),
+        or(group, "[noGrp]"),
+        or(name, "[noName]"),
+        or(namespace, "[noNs]"),
+    )
 }
 
 #[cfg(test)]

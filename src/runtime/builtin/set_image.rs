@@ -8,7 +8,7 @@
 //! image, and kyaml v0.19.0 filtersutil).
 
 use super::sdk::{
-    self, FnResult, Outcome, ResourceList, ResourceRef, Severity, replace_with_string,
+    self, FnResult, Outcome, ResourceList, ResourceRef, Severity, is_null, replace_with_string,
 };
 use super::starlark::{go_format_float, parse_go_float, parse_go_int, string_node};
 use crate::yaml::node::{Node, NodeKind, Style, tag};
@@ -162,7 +162,7 @@ impl AdditionalFields {
                         format!(
                             "considering field '{}' of object {}: {message}",
                             spec.path,
-                            res_id(&json)
+                            sdk::res_id(&json)
                         )
                     },
                 )?;
@@ -199,33 +199,6 @@ fn split_path(path: &str) -> Vec<String> {
         }
     }
     parts
-}
-
-/// kyaml `resid.FromRNode(obj).String()`: `Kind.version.group/name.namespace`.
-fn res_id(item: &Node) -> String {
-    let or = |text: &str, missing: &str| {
-        if text.is_empty() {
-            missing.to_owned()
-        } else {
-            text.to_owned()
-        }
-    };
-    let api_version = item.get_str(&["apiVersion"]).unwrap_or_default();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    format!(
-        "{}.{}.{}/{}.{}",
-        or(item.get_str(&["kind"]).unwrap_or_default(), "[noKind]"),
-        or(version, "[noVer]"),
-        or(group, "[noGrp]"),
-        or(
-            item.get_str(&["metadata", "name"]).unwrap_or_default(),
-            "[noName]"
-        ),
-        or(
-            item.get_str(&["metadata", "namespace"]).unwrap_or_default(),
-            "[noNs]"
-        ),
-    )
 }
 
 /// kustomize `fieldspec.Filter`: follows `path` from `node` (every element
@@ -315,11 +288,6 @@ fn json_text(node: &Node) -> String {
     let mut copy = node.clone();
     jsonish(&mut copy);
     crate::yaml::to_string(&copy, crate::yaml::SeqIndent::Compact)
-}
-
-/// True for a null scalar, tagged or plain.
-fn is_null(node: &Node) -> bool {
-    node.kind == NodeKind::Scalar && sdk::effective_tag(node) == tag::NULL
 }
 
 /// Rewrites `node` as the Go value its JSON form decodes to would be
@@ -630,13 +598,13 @@ mod tests {
         let mut item = Node::new_mapping();
         item.set("apiVersion", Node::new_string("v1"));
         item.set("kind", Node::new_string("Pod"));
-        assert_eq!(res_id(&item), "Pod.v1.[noGrp]/[noName].[noNs]");
+        assert_eq!(sdk::res_id(&item), "Pod.v1.[noGrp]/[noName].[noNs]");
         let mut metadata = Node::new_mapping();
         metadata.set("name", Node::new_string("web"));
         metadata.set("namespace", Node::new_string("prod"));
         item.set("metadata", metadata);
         item.set("apiVersion", Node::new_string("apps/v1"));
-        assert_eq!(res_id(&item), "Pod.v1.apps/web.prod");
+        assert_eq!(sdk::res_id(&item), "Pod.v1.apps/web.prod");
     }
 
     #[test]

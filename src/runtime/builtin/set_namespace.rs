@@ -132,6 +132,13 @@ fn scope(item: &Node) -> Scope {
     }
 }
 
+/// True for the kinds the built-in scope table (Kubernetes' own schema)
+/// knows as cluster-scoped; unknown kinds read as namespaced, as kyaml's
+/// `Gvk.IsNamespaceableKind` does.
+pub(crate) fn is_cluster_scoped(api_version: &str, kind: &str) -> bool {
+    table_scope(api_version, kind) == Some(Scope::Cluster)
+}
+
 /// The SDK's built-in scope table (82 entries).
 fn table_scope(api_version: &str, kind: &str) -> Option<Scope> {
     let cluster: &[(&[&str], &[&str])] = &[

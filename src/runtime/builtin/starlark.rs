@@ -571,11 +571,23 @@ fn go_runtime_message(message: &str) -> String {
     first.to_owned()
 }
 
+/// What a program that reads `ctx.open_api` fails with. The function's
+/// `ctx.open_api` is kyaml's bundled OpenAPI document (`openapi.Schema()`:
+/// the Kubernetes 1.21.2 swagger with its `definitions`, paths and
+/// `x-kubernetes-*` extensions) as a dict; krender bundles only
+/// kubeconform's 1.37.0 JSON-schema definitions, which differ in versions,
+/// kinds, fields and shape, so it refuses rather than hand over another
+/// document.
+const OPEN_API_REFUSED: &str = "ctx.open_api is not available in krender's builtin starlark: it is kyaml's bundled Kubernetes 1.21.2 OpenAPI document, which krender does not bundle; map the starlark image in render.toml to an executable or a container image";
+
 /// go.starlark.net's `getAttr` error: `<type> has no .<name> field or
 /// method` (for a struct, starlarkstruct's `struct has no .<name>
 /// attribute`), with the spelling hint Go adds for values that have
 /// attributes.
 fn go_attribute_error(typ: &str, name: &str) -> String {
+    if typ == "struct" && name == "open_api" {
+        return OPEN_API_REFUSED.to_owned();
+    }
     // The sorted `AttrNames` of the Go values a program meets.
     let candidates: &[&str] = match typ {
         "string" => &[
@@ -1210,6 +1222,7 @@ if not all(checks):
                 "ctx.resource_lists\n",
                 "struct has no .resource_lists attribute (did you mean .resource_list?)",
             ),
+            ("ctx.open_api['definitions']\n", OPEN_API_REFUSED),
         ] {
             assert_eq!(error_of(source), expected, "{source:?}");
         }
