@@ -12,4 +12,5 @@ pub mod layering;
 pub mod lifecycle;
 pub mod pkg;
 pub mod runtime;
+pub mod serve;
 pub mod yaml;

@@ -69,6 +69,9 @@ pub enum Command {
     Watch(WatchArgs),
     /// Package revisions in a git repository: Draft → Proposed → Published.
     Rpkg(RpkgArgs),
+    /// Serve functions to Porch over its function-runner gRPC protocol
+    /// (krender-only).
+    Serve(ServeArgs),
     /// Print krender's version and the kpt it follows.
     Version,
     /// Print a shell completion script (krender-only).
@@ -472,6 +475,47 @@ pub struct CacheDirArgs {
     /// Directory of the function-result cache (default: the user cache dir).
     #[arg(long = "cache-dir", env = "KRENDER_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
+}
+
+/// `krender serve`: Porch's function runner.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The TCP port (Porch's function runner listens on 9445).
+    #[arg(long, default_value_t = 9445, env = "KRENDER_SERVE_PORT")]
+    pub port: u16,
+    /// The address to listen on (all interfaces, as Porch's runner).
+    #[arg(long, default_value = "0.0.0.0", env = "KRENDER_SERVE_HOST")]
+    pub host: String,
+    /// A directory of Porch `FunctionConfig` files
+    /// (config.porch.kpt.dev/v1alpha1), re-read when it changes.
+    #[arg(long = "config", value_name = "DIR", env = "KRENDER_SERVE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The longest a call may run, in seconds (a shorter gRPC deadline wins).
+    #[arg(
+        long = "timeout-seconds",
+        default_value_t = 300,
+        env = "KRENDER_SERVE_TIMEOUT_SECONDS"
+    )]
+    pub timeout_seconds: u64,
+    /// Functions running at once (default: twice the cores); further calls
+    /// wait for a slot.
+    #[arg(long = "max-concurrent", env = "KRENDER_SERVE_MAX_CONCURRENT")]
+    pub max_concurrent: Option<usize>,
+    /// Calls waiting for a slot before new ones are refused with
+    /// RESOURCE_EXHAUSTED.
+    #[arg(
+        long = "max-queued",
+        default_value_t = 1024,
+        env = "KRENDER_SERVE_MAX_QUEUED"
+    )]
+    pub max_queued: usize,
+    /// The largest request or response message, in bytes (Porch's
+    /// `--max-request-body-size`; default 6 MiB).
+    #[arg(long = "max-request-body-size", default_value_t = crate::serve::DEFAULT_MAX_MESSAGE_BYTES, env = "KRENDER_SERVE_MAX_REQUEST_BYTES")]
+    pub max_request_bytes: usize,
+    /// The function-result cache flags.
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 /// `krender rpkg ...`: package revisions with Porch's lifecycle in git.

@@ -12,6 +12,7 @@ mod ls;
 mod progress;
 mod render;
 mod rpkg;
+mod serve;
 mod signals;
 mod watch;
 
@@ -102,6 +103,7 @@ fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
             watch::run(&args, &Interrupts::install(), &mut out, &mut err)
         }
         Command::Rpkg(args) => rpkg::run(&args, &mut out, &mut err),
+        Command::Serve(args) => serve::run(&args, &Interrupts::install(), &mut err),
         Command::Version => {
             let _ = writeln!(
                 out,

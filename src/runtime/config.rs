@@ -256,8 +256,17 @@ impl FunctionTable {
         }
     }
 
-    /// How `image` (`name[:tag][@digest]`) runs.
+    /// How `image` (`name[:tag][@digest]`) runs: an unknown image runs in
+    /// a container.
     pub fn route(&self, image: &str) -> Route {
+        self.known_route(image)
+            .unwrap_or(Route::Container { pull_policy: None })
+    }
+
+    /// How `image` runs when an entry or a builtin covers it; `None` for an
+    /// image neither names (`route` runs it in a container, `krender serve`
+    /// answers NotFound, as Porch's function runner does).
+    pub fn known_route(&self, image: &str) -> Option<Route> {
         let (name, _) = split_image(image);
         let tag = tag_of(image);
         if let Some(route) = self
@@ -266,11 +275,11 @@ impl FunctionTable {
             .filter(|entry| entry.accepts(name))
             .find_map(|entry| entry.route(tag))
         {
-            return route;
+            return Some(route);
         }
         match Builtin::for_image(image) {
-            Some(builtin) if self.defaults.builtins != Some(false) => Route::Builtin(builtin),
-            _ => Route::Container { pull_policy: None },
+            Some(builtin) if self.defaults.builtins != Some(false) => Some(Route::Builtin(builtin)),
+            _ => None,
         }
     }
 
