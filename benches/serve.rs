@@ -5,7 +5,8 @@
 //! function-result cache (the same call every time) and uncached (a
 //! distinct namespace per call); the same list through an executable
 //! function (a FunctionConfig binaryExecutor, fixtures/serve/fn-echo.sh);
-//! then 64 clients for 30 s (uncached set-namespace) with the server's RSS
+//! the uncached load on a server started with `--no-cache` (what the
+//! cache's writes cost); then 64 clients for 30 s (uncached set-namespace) with the server's RSS
 //! at the start and the end.
 //!
 //! The server is the `krender` binary this bench builds, in a process of
@@ -74,7 +75,7 @@ struct Server {
 }
 
 impl Server {
-    fn start() -> Server {
+    fn start(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let configs = dir.path().join("functionconfigs");
         std::fs::create_dir_all(&configs).expect("config dir");
@@ -90,6 +91,7 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_krender"))
             .args(["serve", "--host", "127.0.0.1", "--port", "0", "--config"])
             .arg(&configs)
+            .args(extra)
             .env("KRENDER_CACHE_DIR", dir.path().join("cache"))
             .env("KRENDER_CONFIG", dir.path().join("render.toml"))
             .stdin(Stdio::null())
@@ -230,7 +232,7 @@ fn seconds(variable: &str, default: u64) -> Duration {
 fn main() {
     let length = seconds("KRENDER_BENCH_SECONDS", 10);
     let soak = seconds("KRENDER_BENCH_SOAK_SECONDS", 30);
-    let server = Server::start();
+    let server = Server::start(&[]);
     // The clients get one core's worth of threads; the server has its own.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -271,6 +273,12 @@ fn main() {
     for (name, clients, length, load) in rows {
         let outcome = runtime.block_on(run(&server.address, clients, length, load));
         row(name, clients, &outcome);
+    }
+    // What the cache's writes cost: a server without the cache.
+    {
+        let bare = Server::start(&["--no-cache"]);
+        let outcome = runtime.block_on(run(&bare.address, 16, length, Load::Uncached));
+        row("set-namespace, --no-cache", 16, &outcome);
     }
     let start_rss = server.rss_kib();
     let outcome = runtime.block_on(run(&server.address, 64, soak, Load::Uncached));
