@@ -335,7 +335,11 @@ fn serve_runs_function_configs_and_answers_porch_status_codes() {
             "--max-request-body-size",
             "1048576",
         ],
-        &[("KPT_FN_RUNTIME", "nerdctl"), ("PATH", "/usr/bin:/bin")],
+        &[
+            ("KPT_FN_RUNTIME", "nerdctl"),
+            ("PATH", "/usr/bin:/bin"),
+            ("FN_SLOW_SECONDS", "30"),
+        ],
     );
     let work = tempfile::tempdir().unwrap();
     let input = repo().join("fixtures/builtins/set-namespace/basicpipeline/input.yaml");
@@ -404,7 +408,7 @@ fn serve_runs_function_configs_and_answers_porch_status_codes() {
     );
     // The slow function was stopped at its deadline, not waited for.
     assert!(
-        started.elapsed() < Duration::from_secs(4),
+        started.elapsed() < Duration::from_secs(15),
         "{:?}",
         started.elapsed()
     );
@@ -466,7 +470,9 @@ fn serve_bounds_concurrency_and_finishes_calls_on_sigterm() {
             "--max-queued",
             "0",
         ],
-        &[("FN_SLOW_SECONDS", "2")],
+        // Long enough for the probes below to start under a loaded
+        // machine (each is a Python process).
+        &[("FN_SLOW_SECONDS", "6")],
     );
     let work = tempfile::tempdir().unwrap();
     let input = repo().join("fixtures/builtins/set-namespace/basicpipeline/input.yaml");
@@ -497,7 +503,7 @@ fn serve_bounds_concurrency_and_finishes_calls_on_sigterm() {
         if results[0]["code"] == "RESOURCE_EXHAUSTED" {
             break results;
         }
-        assert!(started.elapsed() < Duration::from_secs(5), "{results:?}");
+        assert!(started.elapsed() < Duration::from_secs(15), "{results:?}");
     };
     assert_eq!(refused[0]["code"], "RESOURCE_EXHAUSTED");
     server.terminate();
