@@ -253,6 +253,8 @@ pub struct CachingEvaluator<E> {
     build: String,
     stats: CacheStats,
     remote: Option<Arc<RemoteCache>>,
+    /// Set by [`CachingEvaluator::with_background_writes`].
+    writer: Option<std::sync::mpsc::SyncSender<(String, Vec<u8>)>>,
 }
 
 impl<E: Evaluator> CachingEvaluator<E> {
@@ -265,6 +267,38 @@ impl<E: Evaluator> CachingEvaluator<E> {
             build: build_identity(),
             stats: CacheStats::default(),
             remote: None,
+            writer: None,
+        }
+    }
+
+    /// Stores entries (local and remote) from a thread of their own, off
+    /// the calls' path: a long-running server's calls then do not wait on
+    /// the file system. At most `queue` entries wait; past that an entry is
+    /// not stored (counted as an error; the call is only recomputed next
+    /// time). The thread writes what is queued and ends when the evaluator
+    /// is dropped. Call after [`CachingEvaluator::with_remote`].
+    pub fn with_background_writes(self, queue: usize) -> CachingEvaluator<E> {
+        let (sender, entries) = std::sync::mpsc::sync_channel::<(String, Vec<u8>)>(queue.max(1));
+        let (dir, remote) = (self.dir.clone(), self.remote.clone());
+        let spawned = std::thread::Builder::new()
+            .name("krender-cache-writer".to_owned())
+            .spawn(move || {
+                for (key, bytes) in entries {
+                    if let Some(remote) = &remote {
+                        remote.put(Table::Functions, &key, &bytes);
+                    }
+                    if let Err(error) = write_entry(&dir, &key, &bytes) {
+                        tracing::debug!(target: "krender::cache", %error, "cache write failed");
+                    }
+                }
+            });
+        match spawned {
+            Ok(_) => CachingEvaluator {
+                writer: Some(sender),
+                ..self
+            },
+            // No thread: the calls store their entries themselves.
+            Err(_) => self,
         }
     }
 
@@ -352,6 +386,14 @@ impl<E: Evaluator> CachingEvaluator<E> {
 
     fn store(&self, key: &str, response: &FunctionResponse) {
         let bytes = encode(response);
+        if let Some(writer) = &self.writer {
+            let counter = match writer.try_send((key.to_owned(), bytes)) {
+                Ok(()) => &self.stats.writes,
+                Err(_) => &self.stats.errors,
+            };
+            CacheStats::bump(counter);
+            return;
+        }
         if let Some(remote) = &self.remote {
             remote.put(Table::Functions, key, &bytes);
         }
@@ -686,6 +728,34 @@ mod tests {
         assert_eq!(calls(&cached), 1);
         let stats = cached.stats();
         assert_eq!((stats.hits, stats.misses, stats.writes), (1, 1, 1));
+    }
+
+    /// Entries written off the call's path land all the same, also those
+    /// still queued when the evaluator is dropped.
+    #[test]
+    fn background_writes_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let cached = evaluator(dir.path()).with_background_writes(16);
+        for input in [&b"a"[..], b"b", b"c"] {
+            cached
+                .evaluate(&request(FunctionTarget::Image(SET_NAMESPACE), input))
+                .unwrap();
+        }
+        assert_eq!(cached.stats().writes, 3);
+        drop(cached);
+        let started = std::time::Instant::now();
+        while summarize(dir.path()).unwrap().entries < 3 {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "entries not written"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let again = evaluator(dir.path());
+        let hit = again
+            .evaluate(&request(FunctionTarget::Image(SET_NAMESPACE), b"b"))
+            .unwrap();
+        assert_eq!((hit.stdout.as_slice(), calls(&again)), (&b"out:b"[..], 0));
     }
 
     #[test]

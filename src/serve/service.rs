@@ -36,6 +36,10 @@ const MARGIN: Duration = Duration::from_millis(20);
 /// How long a call killed at its deadline may take to report that.
 const GRACE: Duration = Duration::from_millis(10);
 
+/// Cache entries waiting for the background writer; past that, results
+/// are not stored (the server stays fast when the disk is not).
+const WRITE_QUEUE: usize = 1024;
+
 /// Room in a gRPC message for what is not `resource_list`.
 const ENVELOPE_BYTES: usize = 64 * 1024;
 
@@ -137,10 +141,12 @@ impl Functions {
                     table: Some(table.clone()),
                 };
                 let cache = CachingEvaluator::new(inner, dir, policy);
-                match &options.remote {
-                    Some(remote) => Box::new(cache.with_remote(remote.clone())),
-                    None => Box::new(cache),
-                }
+                let cache = match &options.remote {
+                    Some(remote) => cache.with_remote(remote.clone()),
+                    None => cache,
+                };
+                // A call does not wait for its entry to reach the disk.
+                Box::new(cache.with_background_writes(WRITE_QUEUE))
             }
             None => inner,
         };
