@@ -117,12 +117,7 @@ impl Server {
 
     /// The server's resident set size, in KiB.
     fn rss_kib(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
+        rss_kib(self.child.id())
     }
 }
 
@@ -131,6 +126,16 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The resident set size of process `pid`, in KiB (0 when unknown).
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// What the calls of one run should be.
@@ -281,16 +286,34 @@ fn main() {
         row("set-namespace, --no-cache", 16, &outcome);
     }
     let start_rss = server.rss_kib();
+    // The RSS every 5 s of the run: flat, or growing?
+    let pid = server.child.id();
+    let sampler = std::thread::spawn(move || {
+        let mut samples = Vec::new();
+        let started = Instant::now();
+        while started.elapsed() + Duration::from_secs(5) <= soak {
+            std::thread::sleep(Duration::from_secs(5));
+            samples.push(rss_kib(pid));
+        }
+        samples
+    });
     let outcome = runtime.block_on(run(&server.address, 64, soak, Load::Uncached));
     let end_rss = server.rss_kib();
+    let samples = sampler.join().unwrap_or_default();
     row(
         &format!("set-namespace, uncached, {}s", soak.as_secs()),
         64,
         &outcome,
     );
+    let mib = |kib: u64| format!("{:.1}", kib as f64 / 1024.0);
     println!(
-        "server RSS: {:.1} MiB before the 64-client run, {:.1} MiB after",
-        start_rss as f64 / 1024.0,
-        end_rss as f64 / 1024.0
+        "server RSS (MiB): {} before the 64-client run, every 5 s during it: {}; {} after",
+        mib(start_rss),
+        samples
+            .iter()
+            .map(|&kib| mib(kib))
+            .collect::<Vec<_>>()
+            .join(" "),
+        mib(end_rss)
     );
 }
