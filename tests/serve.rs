@@ -46,7 +46,7 @@ struct Server {
     child: Child,
     address: String,
     stderr: BufReader<std::process::ChildStderr>,
-    _cache: tempfile::TempDir,
+    cache: tempfile::TempDir,
 }
 
 impl Server {
@@ -75,7 +75,7 @@ impl Server {
             child,
             address,
             stderr,
-            _cache: cache,
+            cache,
         }
     }
 
@@ -278,6 +278,19 @@ fn serve_builtins_answer_as_the_catalog_images_and_fn_eval() {
     );
 }
 
+/// Whether a `sleep SECONDS` process runs (fixtures/serve/fn-slow.sh).
+fn sleeping(seconds: &str) -> bool {
+    let wanted = format!("sleep\0{seconds}\0");
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries.flatten().any(|entry| {
+                std::fs::read(entry.path().join("cmdline"))
+                    .is_ok_and(|cmdline| cmdline == wanted.as_bytes())
+            })
+        })
+        .unwrap_or(false)
+}
+
 /// FunctionConfigs for the fixture functions, written into `dir`.
 fn write_function_configs(dir: &Path) {
     let script = |name: &str| repo().join("fixtures/serve").join(name);
@@ -434,6 +447,23 @@ fn serve_runs_function_configs_and_answers_porch_status_codes() {
     assert_eq!(results[11]["status"], "SERVING");
     assert_eq!(results[12]["status"], "SERVING");
 
+    // The builtin's answer went to the function-result cache (written off
+    // the call's path, so it may take a moment).
+    let started = Instant::now();
+    loop {
+        let stats = Command::new(env!("CARGO_BIN_EXE_krender"))
+            .args(["cache", "stats", "--cache-dir"])
+            .arg(server.cache.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&stats.stdout).into_owned();
+        if text.contains("function results: ") && !text.contains("function results: 0 entries") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
     // A FunctionConfig added while serving is picked up.
     std::fs::write(
         configs.path().join("late.yml"),
@@ -491,9 +521,16 @@ fn serve_bounds_concurrency_and_finishes_calls_on_sigterm() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the slow call holds the only slot: then a second call is
-    // refused at once (no queue).
+    // Wait until the slow call holds the only slot (its `sleep 6` runs):
+    // then a second call is refused at once (no queue).
     let started = Instant::now();
+    while !sleeping("6") {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the slow function did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let refused = loop {
         let results = server.client(&json!([call(
             "example.com/fns/echo:v1",
