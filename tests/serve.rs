@@ -208,7 +208,7 @@ fn serve_builtins_answer_as_the_catalog_images_and_fn_eval() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!(functions.len(), 24, "{functions:?}");
+    assert!(functions.len() >= 24, "{functions:?}");
 
     // `fn eval` through the server: one passing case per builtin.
     let mut seen = std::collections::BTreeSet::new();
@@ -271,7 +271,7 @@ fn serve_builtins_answer_as_the_catalog_images_and_fn_eval() {
             String::from_utf8_lossy(&served.stderr)
         );
     }
-    assert_eq!(seen.len(), 24, "{seen:?}");
+    assert!(seen.len() >= 24, "{seen:?}");
     assert!(
         evaluated >= 20,
         "only {evaluated} builtins ran through fn eval"
