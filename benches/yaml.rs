@@ -21,6 +21,10 @@ use std::time::{Duration, Instant};
 
 use krender::yaml::{Encoder, SeqIndent, parse_documents};
 
+// The allocator the shipped binary uses (src/main.rs), for both sides.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn corpus(documents: usize) -> String {
     let mut out = String::new();
     for i in 0..documents {
