@@ -36,7 +36,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::LazyLock;
 
 use super::sdk::{
-    self, Outcome, ResourceList, is_null, json_field, read_string, type_error, yaml11_bool,
+    self, FieldSpec, Outcome, ResourceList, is_null, json_field, read_string, split_path,
+    type_error, yaml11_bool,
 };
 use super::set_namespace::is_cluster_scoped;
 use crate::yaml::node::{Node, NodeKind, tag};
@@ -105,16 +106,6 @@ fn failure(input: ResourceList, error: String) -> Outcome {
     outcome.stderr = error;
     outcome.exit_code = 1;
     outcome
-}
-
-/// One kustomize field spec (`types.FieldSpec`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct FieldSpec {
-    group: String,
-    version: String,
-    kind: String,
-    path: String,
-    create: bool,
 }
 
 impl FieldSpec {
@@ -683,22 +674,6 @@ fn depends_on_with_substring(
         _ => return None,
     };
     Some(segments.join("/"))
-}
-
-/// kustomize `utils.PathSplitter`: `/`-separated, `\/` escapes a slash.
-fn split_path(path: &str) -> Vec<String> {
-    let mut parts: Vec<String> = Vec::new();
-    for piece in path.split('/') {
-        match parts.last_mut() {
-            Some(last) if last.ends_with('\\') => {
-                last.pop();
-                last.push('/');
-                last.push_str(piece);
-            }
-            _ => parts.push(piece.to_owned()),
-        }
-    }
-    parts
 }
 
 /// A setter called at the end of a field path, with the field path kyaml

@@ -843,3 +843,32 @@ mod tests {
         assert_eq!(split_api_version("v1"), ("", "v1"));
     }
 }
+
+/// A kustomize field spec (`types.FieldSpec`): where a field lives, for
+/// which kinds. The builtins that take them add their own constructors.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FieldSpec {
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) kind: String,
+    /// `/`-separated; see [`split_path`].
+    pub(crate) path: String,
+    pub(crate) create: bool,
+}
+
+/// kustomize's `PathSplitter(path, "/")`: `/`-separated, `\/` escapes a
+/// slash.
+pub(crate) fn split_path(path: &str) -> Vec<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for piece in path.split('/') {
+        match parts.last_mut() {
+            Some(last) if last.ends_with('\\') => {
+                last.pop();
+                last.push('/');
+                last.push_str(piece);
+            }
+            _ => parts.push(piece.to_owned()),
+        }
+    }
+    parts
+}

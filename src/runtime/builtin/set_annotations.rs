@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::sdk::{
-    self, FieldRef, FileRef, FnResult, Outcome, ResourceList, is_yaml11_non_string,
+    self, FieldRef, FieldSpec, FileRef, FnResult, Outcome, ResourceList, is_yaml11_non_string,
     split_api_version,
 };
 use crate::yaml::node::{Node, Style, tag};
@@ -76,16 +76,6 @@ fn failure(input: ResourceList, message: String) -> Outcome {
     outcome.stderr = format!("[error]: {message}");
     outcome.exit_code = 1;
     outcome
-}
-
-/// A kustomize field spec: where annotations go for which kinds.
-#[derive(Clone, Debug, Default)]
-struct FieldSpec {
-    group: String,
-    version: String,
-    kind: String,
-    path: String,
-    create: bool,
 }
 
 impl FieldSpec {

@@ -9,6 +9,7 @@
 
 use super::sdk::{
     self, FnResult, Outcome, ResourceList, ResourceRef, Severity, is_null, replace_with_string,
+    split_path,
 };
 use super::starlark::{go_format_float, parse_go_float, parse_go_int, string_node};
 use crate::yaml::node::{Node, NodeKind, Style, tag};
@@ -183,22 +184,6 @@ impl FieldSpec {
             && (self.group.is_empty() || self.group == group)
             && (self.version.is_empty() || self.version == version)
     }
-}
-
-/// kustomize `PathSplitter(path, "/")`: `\/` escapes a slash.
-fn split_path(path: &str) -> Vec<String> {
-    let mut parts: Vec<String> = Vec::new();
-    for piece in path.split('/') {
-        match parts.last_mut() {
-            Some(last) if last.ends_with('\\') => {
-                last.pop();
-                last.push('/');
-                last.push_str(piece);
-            }
-            _ => parts.push(piece.to_owned()),
-        }
-    }
-    parts
 }
 
 /// kustomize `fieldspec.Filter`: follows `path` from `node` (every element
