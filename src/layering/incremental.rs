@@ -340,20 +340,12 @@ fn rendered_data<'db>(
 fn output_node(db: &dyn Database, doc: LayerDoc<'_>, data: &Value) -> Node {
     let mut node = with_data(doc.node(db), data.to_node());
     if doc.options(db).redact_encrypted {
-        let encrypted: Vec<usize> = doc
-            .document(db)
-            .substitutions
-            .iter()
-            .enumerate()
-            .filter(|(_, substitution)| {
-                doc.sources(db).iter().any(|((schema, name), source)| {
-                    *schema == substitution.src.schema
-                        && *name == substitution.src.name
-                        && source.document(db).is_encrypted
-                })
+        let sources = doc.sources(db);
+        let encrypted = super::redact::encrypted_positions(doc.document(db), |schema, name| {
+            sources.iter().any(|((s, n), source)| {
+                s == schema && n == name && source.document(db).is_encrypted
             })
-            .map(|(position, _)| position)
-            .collect();
+        });
         super::redact::redact_node(&mut node, &encrypted);
     }
     node

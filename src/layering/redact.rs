@@ -8,6 +8,7 @@
 
 use sha2::{Digest, Sha256};
 
+use super::document::Document;
 use super::render::Plan;
 use crate::yaml::Node;
 
@@ -17,20 +18,25 @@ pub(crate) fn encrypted_substitutions(plan: &Plan, index: usize) -> Vec<usize> {
     let Some(document) = plan.documents.get(index) else {
         return Vec::new();
     };
+    encrypted_positions(document, |schema, name| {
+        plan.sources
+            .get(&(schema.to_owned(), name.to_owned()))
+            .and_then(|&source| plan.documents.get(source))
+            .is_some_and(|source| source.is_encrypted)
+    })
+}
+
+/// The positions of `document`'s substitutions whose source (schema, name)
+/// `is_encrypted` says is an encrypted document.
+pub(crate) fn encrypted_positions(
+    document: &Document,
+    is_encrypted: impl Fn(&str, &str) -> bool,
+) -> Vec<usize> {
     document
         .substitutions
         .iter()
         .enumerate()
-        .filter(|(_, substitution)| {
-            let key = (
-                substitution.src.schema.clone(),
-                substitution.src.name.clone(),
-            );
-            plan.sources
-                .get(&key)
-                .and_then(|&source| plan.documents.get(source))
-                .is_some_and(|source| source.is_encrypted)
-        })
+        .filter(|(_, substitution)| is_encrypted(&substitution.src.schema, &substitution.src.name))
         .map(|(position, _)| position)
         .collect()
 }
