@@ -84,29 +84,21 @@ fn json_sha256(text: &str) -> String {
     digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-/// A string as Python's `json.dumps` writes it with `ensure_ascii=True`.
+/// A string as Python's `json.dumps` writes it with `ensure_ascii=True`:
+/// serde_json's escapes (the same for `"`, `\\` and control characters),
+/// then everything outside printable ASCII as `\uXXXX` UTF-16 units.
 fn python_json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
+    let json = serde_json::Value::from(text).to_string();
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if matches!(c, ' '..='~') {
+            out.push(c);
+        } else {
+            for unit in c.encode_utf16(&mut [0u16; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
             }
         }
     }
-    out.push('"');
     out
 }
 
@@ -122,6 +114,10 @@ mod tests {
             "\"q\\\"\\\\\\n\\u0001\""
         );
         assert_eq!(python_json_string("é😀"), "\"\\u00e9\\ud83d\\ude00\"");
+        assert_eq!(
+            python_json_string("\u{8}\u{c}\u{1f}\u{7f}"),
+            "\"\\b\\f\\u001f\\u007f\""
+        );
     }
 
     #[test]
