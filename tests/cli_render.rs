@@ -1088,3 +1088,21 @@ fn a_tag_the_builtin_does_not_follow_is_refused_with_the_reason() {
         config
     );
 }
+
+/// The format builtin under `fn render`: its key order is undone by kpt's
+/// order restore, so what stays is what kyaml's formatter changes besides
+/// order: containers sorted by name (their keys then follow the input's
+/// container at the same place), and scalars quoted or unquoted by their
+/// field's OpenAPI type. The expectation is what kpt itself wrote with the
+/// builtin run as an exec function.
+#[test]
+fn format_builtin_sorts_containers_and_quotes_by_schema() {
+    let run = render("format-example", &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let expected = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/render/format-example.expected.yaml"),
+    )
+    .expect("expectation");
+    assert_eq!(run.file("resources.yaml"), expected);
+    run.unchanged_except(&["resources.yaml", "Kptfile"]);
+}

@@ -21,6 +21,7 @@ pub(crate) mod create_setters;
 pub(crate) mod delete_annotations;
 pub(crate) mod enable_gcp_services;
 pub(crate) mod ensure_name_substring;
+pub(crate) mod format;
 pub(crate) mod gatekeeper;
 pub(crate) mod generate_folders;
 pub(crate) mod generate_kpt_pkg_docs;
@@ -29,6 +30,7 @@ pub(crate) mod jsyaml;
 pub(crate) mod kubeconform;
 pub(crate) mod kubeval;
 pub(crate) mod list_setters;
+pub(crate) mod openapi;
 pub(crate) mod remove_local_config_resources;
 pub(crate) mod sdk;
 pub(crate) mod search_replace;
@@ -157,11 +159,13 @@ pub enum Builtin {
     EnsureNameSubstring,
     /// `generate-kpt-pkg-docs`
     GenerateKptPkgDocs,
+    /// `format`
+    Format,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 26] = [
+    pub const ALL: [Builtin; 27] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -188,6 +192,7 @@ impl Builtin {
         Builtin::GenerateFolders,
         Builtin::EnsureNameSubstring,
         Builtin::GenerateKptPkgDocs,
+        Builtin::Format,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -219,6 +224,7 @@ impl Builtin {
             Builtin::GenerateFolders => "generate-folders",
             Builtin::EnsureNameSubstring => "ensure-name-substring",
             Builtin::GenerateKptPkgDocs => "generate-kpt-pkg-docs",
+            Builtin::Format => "format",
         }
     }
 
@@ -328,6 +334,7 @@ impl Builtin {
             Builtin::GenerateFolders => generate_folders::run(input),
             Builtin::EnsureNameSubstring => ensure_name_substring::run(input),
             Builtin::GenerateKptPkgDocs => generate_kpt_pkg_docs::run(input),
+            Builtin::Format => format::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).

@@ -617,10 +617,42 @@ pub(crate) fn effective_tag(node: &Node) -> &str {
 /// Go's `%q` for a string (one copy, with the krm layer's sorting).
 pub(crate) use crate::krm::order::go_quote;
 
-/// kyaml `IsYaml1_1NonString`: text that a YAML 1.1 reader would not
-/// take as a string (go-yaml v3 non-strings, old booleans, base-60 numbers).
+/// Text that go-yaml v3's marshaller would not write plain: v3
+/// non-strings plus the YAML 1.1 booleans and base-60 numbers it quotes
+/// for old readers (the rule the kpt SDKs' string setters follow).
 pub(crate) fn is_yaml11_non_string(text: &str) -> bool {
     !crate::yaml::marshal::can_use_plain(text)
+}
+
+/// kyaml `IsValueNonString`: a one-line text that go-yaml v2 (YAML 1.1)
+/// does not read as a string: null, a boolean (`yes`, `on`, ...), a
+/// number, a collection, or nothing at all (a comment). Timestamps and
+/// base-60 numbers are strings to it; text it cannot parse counts as a
+/// string.
+pub(crate) fn is_value_non_string(text: &str) -> bool {
+    if text.is_empty() || text.contains('\n') {
+        return false;
+    }
+    let root = match parse_document(text) {
+        Err(_) => return false,
+        Ok(None) => return true,
+        Ok(Some(document)) => match document.content.into_iter().next() {
+            Some(root) => root,
+            None => return true,
+        },
+    };
+    if root.kind != NodeKind::Scalar {
+        return true;
+    }
+    if root.style.contains(crate::yaml::Style::TAGGED) {
+        return root.tag != tag::STR;
+    }
+    if !root.style.is_empty() {
+        return false;
+    }
+    let resolved = crate::yaml::resolve::resolve_plain(&root.value);
+    matches!(resolved, tag::NULL | tag::BOOL | tag::INT | tag::FLOAT)
+        || yaml11_bool(&root.value).is_some()
 }
 
 /// A string field: scalars become their text as `sigs.k8s.io/yaml` turns

@@ -242,10 +242,20 @@ fn execute(
             (heap.alloc_str("functionConfig").to_value(), config),
         ]));
         let environment = heap.alloc(AllocDict(Vec::<(Value, Value)>::new()));
-        let ctx = heap.alloc(AllocStruct([
+        // kyaml's document is large: it is converted for programs that name
+        // it (`getattr(ctx, "open_" + "api")` finds no attribute).
+        let open_api = if program.source.contains("open_api") {
+            let document = super::openapi::bundled()?.document();
+            Some(json_to_value(document, heap))
+        } else {
+            None
+        };
+        let mut fields = vec![
             ("resource_list", resource_list),
             ("environment", environment),
-        ]));
+        ];
+        fields.extend(open_api.map(|open_api| ("open_api", open_api)));
+        let ctx = heap.alloc(AllocStruct(fields));
         module.set("ctx", ctx);
         // Values held only in Rust locals are not roots: a garbage
         // collection during the program moves them and leaves the local
@@ -571,23 +581,11 @@ fn go_runtime_message(message: &str) -> String {
     first.to_owned()
 }
 
-/// What a program that reads `ctx.open_api` fails with. The function's
-/// `ctx.open_api` is kyaml's bundled OpenAPI document (`openapi.Schema()`:
-/// the Kubernetes 1.21.2 swagger with its `definitions`, paths and
-/// `x-kubernetes-*` extensions) as a dict; krender bundles only
-/// kubeconform's 1.37.0 JSON-schema definitions, which differ in versions,
-/// kinds, fields and shape, so it refuses rather than hand over another
-/// document.
-const OPEN_API_REFUSED: &str = "ctx.open_api is not available in krender's builtin starlark: it is kyaml's bundled Kubernetes 1.21.2 OpenAPI document, which krender does not bundle; map the starlark image in render.toml to an executable or a container image";
-
 /// go.starlark.net's `getAttr` error: `<type> has no .<name> field or
 /// method` (for a struct, starlarkstruct's `struct has no .<name>
 /// attribute`), with the spelling hint Go adds for values that have
 /// attributes.
 fn go_attribute_error(typ: &str, name: &str) -> String {
-    if typ == "struct" && name == "open_api" {
-        return OPEN_API_REFUSED.to_owned();
-    }
     // The sorted `AttrNames` of the Go values a program meets.
     let candidates: &[&str] = match typ {
         "string" => &[
@@ -763,6 +761,41 @@ impl<'v> ToValue<'v> {
             },
             NodeKind::Scalar => scalar_to_value(node, heap),
         })
+    }
+}
+
+/// A JSON document as Starlark values, as kyaml hands `ctx.open_api` over
+/// (JSON, then YAML, then starlib's `util.Marshal`): objects are dicts
+/// (kyaml's key order is a Go map's, so random; here it is sorted), whole
+/// numbers ints.
+fn json_to_value<'v>(value: &serde_json::Value, heap: Heap<'v>) -> Value<'v> {
+    use serde_json::Value as Json;
+    match value {
+        Json::Null => Value::new_none(),
+        Json::Bool(flag) => Value::new_bool(*flag),
+        Json::Number(number) => match number.as_i64() {
+            Some(int) => heap.alloc(int),
+            None => heap.alloc(number.as_f64().unwrap_or(f64::NAN)),
+        },
+        Json::String(text) => heap.alloc_str(text).to_value(),
+        Json::Array(items) => heap.alloc(AllocList(
+            items
+                .iter()
+                .map(|item| json_to_value(item, heap))
+                .collect::<Vec<_>>(),
+        )),
+        Json::Object(fields) => {
+            let mut entries: Vec<(&String, &Json)> = fields.iter().collect();
+            entries.sort_by(|left, right| left.0.cmp(right.0));
+            heap.alloc(AllocDict(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| {
+                        (heap.alloc_str(key).to_value(), json_to_value(value, heap))
+                    })
+                    .collect::<Vec<_>>(),
+            ))
+        }
     }
 }
 
@@ -1108,6 +1141,17 @@ mod engine_tests {
         (result, printed.into_inner())
     }
 
+    /// `ctx.open_api` is kyaml's document: a program can read a field's
+    /// type from it.
+    #[test]
+    fn open_api_is_kyamls_definitions() {
+        let source = "spec = ctx.open_api[\"definitions\"][\"io.k8s.api.apps.v1.DeploymentSpec\"]\nfor r in ctx.resource_list[\"items\"]:\n  r[\"replicasType\"] = spec[\"properties\"][\"replicas\"][\"type\"]\n  r[\"count\"] = len(ctx.open_api[\"definitions\"]) > 600\n";
+        let (result, _) = run_source(source, Limits::default());
+        let items = result.unwrap();
+        assert_eq!(items[0].get_str(&["replicasType"]), Some("integer"));
+        assert_eq!(items[0].get_str(&["count"]), Some("true"));
+    }
+
     fn error_of(source: &str) -> String {
         match run_source(source, Limits::default()).0 {
             Err(message) => message,
@@ -1222,7 +1266,6 @@ if not all(checks):
                 "ctx.resource_lists\n",
                 "struct has no .resource_lists attribute (did you mean .resource_list?)",
             ),
-            ("ctx.open_api['definitions']\n", OPEN_API_REFUSED),
         ] {
             assert_eq!(error_of(source), expected, "{source:?}");
         }
