@@ -828,6 +828,9 @@ fn set_field(map: &mut Node, key: &str, value: &str) {
 struct Facts {
     id: Id,
     cluster_scoped: bool,
+    /// `id.effective_namespace()`, computed once: referrers compare it
+    /// with every candidate.
+    effective_namespace: String,
     state: State,
 }
 
@@ -1075,8 +1078,10 @@ fn fix_name_references(items: &mut [Node], states: &[State]) -> Result<(), Strin
         .zip(states)
         .map(|(item, state)| {
             let id = Id::of(item);
+            let cluster_scoped = id.is_cluster_scoped();
             Facts {
-                cluster_scoped: id.is_cluster_scoped(),
+                cluster_scoped,
+                effective_namespace: effective_namespace(cluster_scoped, &id.namespace),
                 id,
                 state: state.clone(),
             }
@@ -1102,7 +1107,8 @@ fn fix_name_references(items: &mut [Node], states: &[State]) -> Result<(), Strin
         if filters[index].is_empty() {
             continue;
         }
-        let candidates = candidates_for(item, &facts[index], &facts);
+        let candidates = Candidates::new(item, &facts[index], &facts);
+        let role_ref = role_ref_selector(item);
         for &(path, target) in &filters[index] {
             let filter = NameRefFilter {
                 referrer: &facts[index],
@@ -1110,7 +1116,7 @@ fn fix_name_references(items: &mut [Node], states: &[State]) -> Result<(), Strin
                 target,
                 candidates: &candidates,
                 facts: &facts,
-                role_ref: role_ref_selector(item),
+                role_ref: role_ref.clone(),
             };
             let field = FieldSpec {
                 group: facts[index].id.group.clone(),
@@ -1133,13 +1139,50 @@ fn fix_name_references(items: &mut [Node], states: &[State]) -> Result<(), Strin
     Ok(())
 }
 
-/// kustomize `SubsetThatCouldBeReferencedByResource`: the indices of the
-/// resources `referrer` may name.
-fn candidates_for(item: &Node, referrer: &Facts, facts: &[Facts]) -> Vec<usize> {
-    if referrer.cluster_scoped {
-        return (0..facts.len()).collect();
+/// kustomize `SubsetThatCouldBeReferencedByResource`: the resources a
+/// referrer may name, found on first use (most referrers name nothing, and
+/// finding them costs a pass over every resource).
+struct Candidates<'a> {
+    referrer: &'a Facts,
+    facts: &'a [Facts],
+    /// The namespaces of a RoleBinding's service-account subjects.
+    role_binding_namespaces: HashSet<String>,
+    found: std::cell::OnceCell<Vec<usize>>,
+}
+
+impl<'a> Candidates<'a> {
+    fn new(item: &Node, referrer: &'a Facts, facts: &'a [Facts]) -> Candidates<'a> {
+        Candidates {
+            referrer,
+            facts,
+            role_binding_namespaces: role_binding_namespaces(item, referrer),
+            found: std::cell::OnceCell::new(),
+        }
     }
-    // A RoleBinding may name service accounts in its subjects' namespaces.
+
+    /// The indices of the resources the referrer may name.
+    fn get(&self) -> &[usize] {
+        self.found.get_or_init(|| {
+            if self.referrer.cluster_scoped {
+                return (0..self.facts.len()).collect();
+            }
+            let referrer_namespace = &self.referrer.effective_namespace;
+            self.facts
+                .iter()
+                .enumerate()
+                .filter(|(_, fact)| {
+                    fact.cluster_scoped
+                        || fact.effective_namespace == *referrer_namespace
+                        || self.role_binding_namespaces.contains(&fact.id.namespace)
+                })
+                .map(|(index, _)| index)
+                .collect()
+        })
+    }
+}
+
+/// A RoleBinding may name service accounts in its subjects' namespaces.
+fn role_binding_namespaces(item: &Node, referrer: &Facts) -> HashSet<String> {
     let mut role_binding_namespaces = HashSet::new();
     if referrer.id.kind == "RoleBinding"
         && let Some(subjects) = item.get("subjects").filter(|node| node.is_sequence())
@@ -1160,17 +1203,7 @@ fn candidates_for(item: &Node, referrer: &Facts, facts: &[Facts]) -> Vec<usize> 
             }
         }
     }
-    let referrer_namespace = referrer.id.effective_namespace();
-    facts
-        .iter()
-        .enumerate()
-        .filter(|(_, fact)| {
-            fact.cluster_scoped
-                || fact.id.effective_namespace() == referrer_namespace
-                || role_binding_namespaces.contains(&fact.id.namespace)
-        })
-        .map(|(index, _)| index)
-        .collect()
+    role_binding_namespaces
 }
 
 /// kustomize `getRoleRefGvk` as a selector, when the referrer's `roleRef`
@@ -1187,7 +1220,7 @@ struct NameRefFilter<'a> {
     referrer: &'a Facts,
     path: &'a str,
     target: Selector,
-    candidates: &'a [usize],
+    candidates: &'a Candidates<'a>,
     facts: &'a [Facts],
     role_ref: Option<(String, String)>,
 }
@@ -1220,7 +1253,7 @@ impl NameRefFilter<'_> {
 
     fn set_scalar(&self, node: &mut Node) -> Result<(), String> {
         let old = node.value.to_string();
-        let Some(referral) = self.select(&old, self.candidates.to_vec(), false)? else {
+        let Some(referral) = self.select(&old, self.candidates.get().to_vec(), false)? else {
             return Ok(());
         };
         let name = &self.facts[referral].id.name;
@@ -1236,11 +1269,12 @@ impl NameRefFilter<'_> {
         };
         let old = name_node.value.to_string();
         let candidates = match node.get("namespace") {
-            None => self.candidates.to_vec(),
+            None => self.candidates.get().to_vec(),
             Some(namespace) => {
                 let namespace = namespace.value.as_str();
                 let by = |original: bool| -> Vec<usize> {
                     self.candidates
+                        .get()
                         .iter()
                         .copied()
                         .filter(|&index| {
@@ -1285,7 +1319,7 @@ impl NameRefFilter<'_> {
     ) -> Result<Option<usize>, String> {
         let target = (self.target.group, self.target.version, self.target.kind);
         let referrer = self.referrer;
-        let referrer_namespace = referrer.id.effective_namespace();
+        let referrer_namespace = &referrer.effective_namespace;
         let candidates: Vec<usize> = candidates
             .into_iter()
             .filter(|&index| {
@@ -1302,7 +1336,7 @@ impl NameRefFilter<'_> {
                     && (referrer.cluster_scoped
                         || fact.cluster_scoped
                         || fact.id.kind == "ServiceAccount"
-                        || fact.id.effective_namespace() == referrer_namespace)
+                        || fact.effective_namespace == *referrer_namespace)
             })
             .collect();
         if candidates.len() == 1 {

@@ -204,28 +204,26 @@ pub(crate) fn run(mut input: ResourceList) -> Outcome {
         let (Some(kind), Some(api_version)) = (kind, api_version) else {
             continue;
         };
-        let formatter = Formatter {
-            api,
-            kind: &kind,
-            api_version: &api_version,
-        };
+        let formatter = Formatter { api };
         let schema = api.for_type(&api_version, &kind);
-        formatter.format(item, "", schema);
+        // Paths only matter where lists may be sorted.
+        let path = (LIST_SORT_KINDS.contains(&kind.as_str())
+            && LIST_SORT_APIS.contains(&api_version.as_str()))
+        .then_some("");
+        formatter.format(item, path, schema);
     }
     Outcome::kyaml(input, Vec::new())
 }
 
-/// kyaml's `formatter`: one resource's type and the schema document.
+/// kyaml's `formatter`, over the schema document.
 struct Formatter<'a> {
     api: &'a OpenApi,
-    kind: &'a str,
-    api_version: &'a str,
 }
 
 impl Formatter<'_> {
     /// kyaml `fmtNode`: `path` is the dotted field path (list elements keep
-    /// their list's path).
-    fn format(&self, node: &mut Node, path: &str, schema: Option<&Value>) {
+    /// their list's path), `None` for a resource whose lists are not sorted.
+    fn format(&self, node: &mut Node, path: Option<&str>, schema: Option<&Value>) {
         if node.kind == NodeKind::Scalar
             && let Some(schema) = schema
         {
@@ -233,11 +231,8 @@ impl Formatter<'_> {
         }
         match node.kind {
             NodeKind::Mapping => sort_mapping(node),
-            NodeKind::Sequence
-                if LIST_SORT_KINDS.contains(&self.kind)
-                    && LIST_SORT_APIS.contains(&self.api_version) =>
-            {
-                if let Some(field) = list_sort_field(path) {
+            NodeKind::Sequence => {
+                if let Some(field) = path.and_then(list_sort_field) {
                     node.content.sort_by(|left, right| {
                         sort_value(left, field).cmp(sort_value(right, field))
                     });
@@ -249,9 +244,9 @@ impl Formatter<'_> {
             for pair in node.content.chunks_exact_mut(2) {
                 let [key, value] = pair else { continue };
                 self.format(key, path, None);
-                let field_path = format!("{path}.{}", key.value);
+                let field_path = path.map(|path| format!("{path}.{}", key.value));
                 let field_schema = schema.and_then(|schema| self.api.field(schema, &key.value));
-                self.format(value, &field_path, field_schema);
+                self.format(value, field_path.as_deref(), field_schema);
             }
         } else {
             let element_schema = match node.kind {
@@ -400,6 +395,38 @@ mod tests {
         assert_eq!(
             format_text("kind: Thing\nb: 1\na: 2\n"),
             "kind: Thing\nb: 1\na: 2\n"
+        );
+    }
+
+    /// A v1 ValidatingWebhookConfiguration's rule operations are sorted by
+    /// value (its webhooks and rules are lists: elements keep their list's
+    /// path); v1beta1's are not on kyaml's list.
+    #[test]
+    fn sorts_webhook_operations_for_v1_only() {
+        let text = |api: &str| {
+            format!(
+                "apiVersion: {api}\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: w\nwebhooks:\n- name: a\n  rules:\n  - operations:\n    - UPDATE\n    - CREATE\n"
+            )
+        };
+        assert!(
+            format_text(&text("admissionregistration.k8s.io/v1"))
+                .ends_with("operations:\n    - CREATE\n    - UPDATE\n")
+        );
+        assert!(
+            format_text(&text("admissionregistration.k8s.io/v1beta1"))
+                .ends_with("operations:\n    - UPDATE\n    - CREATE\n")
+        );
+    }
+
+    /// kyaml's Kustomization schema types generator fields.
+    #[test]
+    fn kustomization_generators_are_typed() {
+        let formatted = format_text(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nconfigMapGenerator:\n- name: true\n  literals:\n  - 'on'\n",
+        );
+        assert_eq!(
+            formatted,
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nconfigMapGenerator:\n- name: true\n  literals:\n  - 'on'\n"
         );
     }
 

@@ -350,7 +350,7 @@ impl Outcome {
 pub struct NativeOutcome {
     /// Output items (root mappings), sorted as the SDK writes them.
     pub items: Vec<Node>,
-    /// The `results` node, exactly as parsed from the written list.
+    /// The `results` node the function writes.
     pub results: Option<Node>,
     /// What the function writes to stderr.
     pub stderr: Vec<u8>,
@@ -360,8 +360,9 @@ pub struct NativeOutcome {
 
 impl Outcome {
     /// The outcome as the host would read it back, without writing the
-    /// items: only the (small) results take the round trip, so their nodes
-    /// are the parsed ones.
+    /// list: the items and the results nodes the function would write
+    /// (what the host reads back from them encodes to the same bytes;
+    /// `tests/builtins_native.rs` holds the two paths to that).
     pub(crate) fn into_native(mut self) -> NativeOutcome {
         if self.sort_items {
             sort_items(&mut self.items);
@@ -370,25 +371,10 @@ impl Outcome {
         let results = if self.results.is_empty() && self.raw_results.is_empty() {
             None
         } else {
-            let written = Outcome {
-                items: Vec::new(),
-                function_config: None,
-                results: std::mem::take(&mut self.results),
-                stderr: String::new(),
-                exit_code: 0,
-                // Writes `items: []`: without items kyaml would not read
-                // the document as a list.
-                sort_items: false,
-                raw_results: std::mem::take(&mut self.raw_results),
-                silent: false,
-            }
-            .into_response();
-            static READ_BACK: RoundTrips<Option<Node>> = RoundTrips::new();
-            READ_BACK.parse(&String::from_utf8_lossy(&written.stdout), |text| {
-                crate::krm::resource_list::decode_function_output(text)
-                    .ok()
-                    .and_then(|output| output.results)
-            })
+            let mut results = Node::new_sequence();
+            results.content = self.results.iter().map(FnResult::to_node).collect();
+            results.content.append(&mut self.raw_results);
+            Some(results)
         };
         NativeOutcome {
             items,
@@ -633,6 +619,40 @@ pub(crate) fn is_value_non_string(text: &str) -> bool {
     if text.is_empty() || text.contains('\n') {
         return false;
     }
+    let bytes = text.as_bytes();
+    // Most texts are one plain scalar to YAML 1.1; only those that could be
+    // something else (an indicator first, surrounding blanks, `: ` or ` #`
+    // inside) take a parse.
+    let simple = !matches!(
+        bytes[0],
+        b'-' | b'?'
+            | b':'
+            | b','
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'#'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
+            | b' '
+            | b'\t'
+    ) && !matches!(bytes[bytes.len() - 1], b' ' | b'\t' | b':')
+        && !text.contains(": ")
+        && !text.contains(":\t")
+        && !text.contains(" #")
+        && !text.contains("\t#");
+    if simple {
+        return plain_non_string(text);
+    }
     let root = match parse_document(text) {
         Err(_) => return false,
         Ok(None) => return true,
@@ -650,9 +670,14 @@ pub(crate) fn is_value_non_string(text: &str) -> bool {
     if !root.style.is_empty() {
         return false;
     }
-    let resolved = crate::yaml::resolve::resolve_plain(&root.value);
-    matches!(resolved, tag::NULL | tag::BOOL | tag::INT | tag::FLOAT)
-        || yaml11_bool(&root.value).is_some()
+    plain_non_string(&root.value)
+}
+
+/// go-yaml v2's reading of a plain scalar: null, a (YAML 1.1) boolean or a
+/// number; timestamps stay strings.
+fn plain_non_string(text: &str) -> bool {
+    let resolved = crate::yaml::resolve::resolve_plain(text);
+    matches!(resolved, tag::NULL | tag::BOOL | tag::INT | tag::FLOAT) || yaml11_bool(text).is_some()
 }
 
 /// A string field: scalars become their text as `sigs.k8s.io/yaml` turns
@@ -775,6 +800,37 @@ pub(crate) fn res_id_string(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kyaml `IsValueNonString`: what go-yaml v2 reads as a non-string.
+    #[test]
+    fn value_non_string_follows_yaml_1_1() {
+        for (text, expected) in [
+            ("3", true),
+            ("yes", true),
+            ("Off", true),
+            ("~", true),
+            (".inf", true),
+            ("0x1F", true),
+            ("-1.5e3", true),
+            ("a: b", true),
+            ("[a]", true),
+            ("- a", true),
+            ("#x", true),
+            (" 3", true),
+            ("&a 3", true),
+            ("2021-01-01", false),
+            ("1:20", false),
+            ("'3'", false),
+            ("text", false),
+            ("a #b", false),
+            ("{", false),
+            ("*a", false),
+            ("", false),
+            ("3\n", false),
+        ] {
+            assert_eq!(is_value_non_string(text), expected, "{text:?}");
+        }
+    }
 
     #[test]
     fn round_trips_parse_each_short_text_once() {
