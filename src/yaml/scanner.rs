@@ -583,27 +583,7 @@ impl<'a> Scanner<'a> {
             b'"' => return self.fetch_flow_scalar(false),
             _ => {}
         }
-        let indicator = matches!(
-            c,
-            b'-' | b'?'
-                | b':'
-                | b','
-                | b'['
-                | b']'
-                | b'{'
-                | b'}'
-                | b'#'
-                | b'&'
-                | b'*'
-                | b'!'
-                | b'|'
-                | b'>'
-                | b'\''
-                | b'"'
-                | b'%'
-                | b'@'
-                | b'`'
-        );
+        let indicator = is_indicator(c);
         if !(self.is_blankz_at(0) || indicator)
             || (c == b'-' && !self.is_blank_at(1))
             || (self.flow_level == 0 && (c == b'?' || c == b':') && !self.is_blankz_at(1))
@@ -1894,6 +1874,32 @@ impl<'a> Scanner<'a> {
         }
         Ok(token)
     }
+}
+
+/// YAML's indicator characters: a plain scalar may not start with one
+/// (except `-`, `?` and `:` before a non-blank).
+pub(crate) fn is_indicator(c: u8) -> bool {
+    matches!(
+        c,
+        b'-' | b'?'
+            | b':'
+            | b','
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'#'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
+    )
 }
 
 #[cfg(test)]

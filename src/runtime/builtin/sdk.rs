@@ -623,29 +623,9 @@ pub(crate) fn is_value_non_string(text: &str) -> bool {
     // Most texts are one plain scalar to YAML 1.1; only those that could be
     // something else (an indicator first, surrounding blanks, `: ` or ` #`
     // inside) take a parse.
-    let simple = !matches!(
-        bytes[0],
-        b'-' | b'?'
-            | b':'
-            | b','
-            | b'['
-            | b']'
-            | b'{'
-            | b'}'
-            | b'#'
-            | b'&'
-            | b'*'
-            | b'!'
-            | b'|'
-            | b'>'
-            | b'\''
-            | b'"'
-            | b'%'
-            | b'@'
-            | b'`'
-            | b' '
-            | b'\t'
-    ) && !matches!(bytes[bytes.len() - 1], b' ' | b'\t' | b':')
+    let simple = !(crate::yaml::scanner::is_indicator(bytes[0])
+        || matches!(bytes[0], b' ' | b'\t'))
+        && !matches!(bytes[bytes.len() - 1], b' ' | b'\t' | b':')
         && !text.contains(": ")
         && !text.contains(":\t")
         && !text.contains(" #")
