@@ -162,6 +162,15 @@ fn annotations_mut(resource: &mut Node) -> Option<&mut Node> {
     annotations.is_mapping().then_some(annotations)
 }
 
+/// Go's `path.Dir` (and `filepath.Dir` on Unix): everything before the
+/// last slash, cleaned; `.` when there is no slash.
+pub fn go_dir(path: &str) -> String {
+    match path.rfind('/') {
+        Some(slash) => clean_path(&path[..=slash]),
+        None => ".".to_owned(),
+    }
+}
+
 /// Go's `path.Clean` for slash-separated paths: the form kpt compares and
 /// stores path annotations in.
 pub fn clean_path(path: &str) -> String {

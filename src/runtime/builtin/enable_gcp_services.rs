@@ -32,7 +32,7 @@
 use std::collections::BTreeMap;
 
 use super::sdk::{self, FileRef, FnResult, Outcome, ResourceList, ResourceRef, ensure_mapping};
-use crate::krm::resource::{self, clean_path};
+use crate::krm::resource::{self, clean_path, go_dir};
 use crate::yaml::node::{Node, Style};
 
 const SET_API_VERSION: &str = "blueprints.cloud.google.com/v1alpha1";
@@ -149,14 +149,6 @@ impl ServiceSet {
             nodes.push(node);
         }
         Ok(nodes)
-    }
-}
-
-/// Go `path.Dir`.
-fn go_dir(path: &str) -> String {
-    match path.rfind('/') {
-        Some(slash) => clean_path(&path[..=slash]),
-        None => ".".to_owned(),
     }
 }
 
