@@ -70,6 +70,12 @@ pub(crate) enum GoType {
     Str(&'static str),
     /// `int`.
     Int,
+    /// `bool` (go-yaml v3 also takes YAML 1.1's `yes`/`no`/`on`/`off`).
+    Bool,
+    /// `yaml.Node` or `interface{}`: any node is taken as it is (a null
+    /// too: go-yaml hands a `yaml.Node` target the node before its null
+    /// check).
+    Node,
     /// `map[string]string`.
     StrMap,
     /// A slice of the element type; the name is the Go type (`[]v1.Function`).
@@ -109,6 +115,10 @@ pub(crate) enum GoValue {
     Str(String),
     /// An int.
     Int(i64),
+    /// A bool.
+    Bool(bool),
+    /// A node kept as decoded ([`GoType::Node`]).
+    Node(Node),
     /// A `map[string]string` (`None` = nil).
     Map(Option<BTreeMap<String, String>>),
     /// A slice (`None` = nil).
@@ -264,6 +274,9 @@ fn is_null(node: &Node) -> bool {
 }
 
 fn decode_value(node: &Node, ty: &'static GoType, errors: &mut UnmarshalErrors) -> Option<GoValue> {
+    if let GoType::Node = ty {
+        return Some(GoValue::Node(node.clone()));
+    }
     if node.kind == NodeKind::Alias {
         // Kptfiles with aliases are not something kpt's cases exercise; treat
         // them as absent rather than guessing go-yaml's resolution.
@@ -296,6 +309,25 @@ fn decode_value(node: &Node, ty: &'static GoType, errors: &mut UnmarshalErrors) 
                 None
             }
         }
+        GoType::Bool => {
+            let value = match (node.kind, short_tag(node).as_str(), node.value.as_str()) {
+                (NodeKind::Scalar, tag::BOOL, text) => {
+                    Some(matches!(text, "true" | "True" | "TRUE"))
+                }
+                (NodeKind::Scalar, _, "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON") => {
+                    Some(true)
+                }
+                (NodeKind::Scalar, _, "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF") => {
+                    Some(false)
+                }
+                _ => None,
+            };
+            if value.is_none() {
+                type_error(node, "bool", errors);
+            }
+            value.map(GoValue::Bool)
+        }
+        GoType::Node => Some(GoValue::Node(node.clone())),
         GoType::StrMap => {
             if node.kind != NodeKind::Mapping {
                 type_error(node, "map[string]string", errors);
@@ -345,6 +377,8 @@ fn zero(ty: &GoType) -> GoValue {
     match ty {
         GoType::Str(_) => GoValue::Str(String::new()),
         GoType::Int => GoValue::Int(0),
+        GoType::Bool => GoValue::Bool(false),
+        GoType::Node => GoValue::Node(Node::new_untagged_scalar("")),
         GoType::StrMap => GoValue::Map(None),
         GoType::List(..) => GoValue::List(None),
         GoType::Struct(_) => GoValue::Struct(Some(StructValue::default())),
@@ -498,6 +532,18 @@ fn is_zero(value: &GoValue, field: &GoField) -> bool {
     match value {
         GoValue::Str(text) => text.is_empty(),
         GoValue::Int(n) => *n == 0,
+        GoValue::Bool(b) => !*b,
+        // go-yaml's `Node.IsZero`: nothing set at all.
+        GoValue::Node(node) => {
+            node.kind == NodeKind::Scalar
+                && node.value.is_empty()
+                && node.tag.is_empty()
+                && node.style.is_empty()
+                && node.content.is_empty()
+                && node.head_comment.is_empty()
+                && node.line_comment.is_empty()
+                && node.foot_comment.is_empty()
+        }
         GoValue::Map(map) => map.as_ref().is_none_or(BTreeMap::is_empty),
         GoValue::List(list) => list.as_ref().is_none_or(Vec::is_empty),
         GoValue::Struct(None) => true,
@@ -576,6 +622,8 @@ fn marshal_value(value: &GoValue, ty: &GoType) -> Node {
     match (value, ty) {
         (GoValue::Str(text), _) => string_node(text),
         (GoValue::Int(n), _) => Node::new_scalar(tag::INT, n.to_string()),
+        (GoValue::Bool(b), _) => Node::new_scalar(tag::BOOL, b.to_string()),
+        (GoValue::Node(node), _) => node.root().clone(),
         (GoValue::Map(map), _) => {
             let mut node = Node::new_mapping();
             // go-yaml sorts map keys in its "natural" order (digit runs by value).

@@ -199,20 +199,33 @@ pub(crate) fn run(mut input: ResourceList) -> Outcome {
         }
     };
     for item in &mut input.items {
-        let kind = item.get_str(&["kind"]).map(str::to_owned);
-        let api_version = item.get_str(&["apiVersion"]).map(str::to_owned);
-        let (Some(kind), Some(api_version)) = (kind, api_version) else {
-            continue;
-        };
-        let formatter = Formatter { api };
-        let schema = api.for_type(&api_version, &kind);
-        // Paths only matter where lists may be sorted.
-        let path = (LIST_SORT_KINDS.contains(&kind.as_str())
-            && LIST_SORT_APIS.contains(&api_version.as_str()))
-        .then_some("");
-        formatter.format(item, path, schema);
+        format_with(api, item);
     }
     Outcome::kyaml(input, Vec::new())
+}
+
+/// kyaml `FormatFilter{UseSchema: true}` on one item (other functions
+/// format the resources they create with it). Fails only when the bundled
+/// OpenAPI document cannot be read.
+pub(crate) fn format_item(item: &mut Node) -> Result<(), String> {
+    format_with(openapi::bundled()?, item);
+    Ok(())
+}
+
+/// Formats one item; items without a kind or an apiVersion stay as they are.
+fn format_with(api: &OpenApi, item: &mut Node) {
+    let kind = item.get_str(&["kind"]).map(str::to_owned);
+    let api_version = item.get_str(&["apiVersion"]).map(str::to_owned);
+    let (Some(kind), Some(api_version)) = (kind, api_version) else {
+        return;
+    };
+    let formatter = Formatter { api };
+    let schema = api.for_type(&api_version, &kind);
+    // Paths only matter where lists may be sorted.
+    let path = (LIST_SORT_KINDS.contains(&kind.as_str())
+        && LIST_SORT_APIS.contains(&api_version.as_str()))
+    .then_some("");
+    formatter.format(item, path, schema);
 }
 
 /// kyaml's `formatter`, over the schema document.

@@ -21,6 +21,7 @@ pub(crate) mod create_setters;
 pub(crate) mod delete_annotations;
 pub(crate) mod enable_gcp_services;
 pub(crate) mod ensure_name_substring;
+pub(crate) mod fix;
 pub(crate) mod format;
 pub(crate) mod gatekeeper;
 pub(crate) mod generate_folders;
@@ -161,11 +162,13 @@ pub enum Builtin {
     GenerateKptPkgDocs,
     /// `format`
     Format,
+    /// `fix`
+    Fix,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 27] = [
+    pub const ALL: [Builtin; 28] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -193,6 +196,7 @@ impl Builtin {
         Builtin::EnsureNameSubstring,
         Builtin::GenerateKptPkgDocs,
         Builtin::Format,
+        Builtin::Fix,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -225,6 +229,7 @@ impl Builtin {
             Builtin::EnsureNameSubstring => "ensure-name-substring",
             Builtin::GenerateKptPkgDocs => "generate-kpt-pkg-docs",
             Builtin::Format => "format",
+            Builtin::Fix => "fix",
         }
     }
 
@@ -297,6 +302,10 @@ impl Builtin {
                 (0, 1),
                 "v0.1 adds apply-setters:v0.1 and reads only the root Kptfile",
             )],
+            Builtin::Fix => &[(
+                (0, 1),
+                "v0.1 migrates to kpt.dev/v1alpha2 with the setters inline in a configMap",
+            )],
             _ => &[],
         }
     }
@@ -335,6 +344,7 @@ impl Builtin {
             Builtin::EnsureNameSubstring => ensure_name_substring::run(input),
             Builtin::GenerateKptPkgDocs => generate_kpt_pkg_docs::run(input),
             Builtin::Format => format::run(input),
+            Builtin::Fix => fix::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).

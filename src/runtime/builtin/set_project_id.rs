@@ -66,7 +66,8 @@ static RESOURCE_META: GoStruct = GoStruct {
         field!("metadata", GoType::Struct(&OBJECT_META)),
     ],
 };
-static UPSTREAM_LOCK: GoStruct = GoStruct {
+/// `v1.UpstreamLock` without `generic` (also the fix function's copy).
+pub(crate) static UPSTREAM_LOCK: GoStruct = GoStruct {
     name: "v1.UpstreamLock",
     fields: &[
         field!("type", GoType::Str("v1.OriginType")),
