@@ -1213,7 +1213,11 @@ impl Walker<'_> {
         let Ok(Value::Object(map)) = serde_json::from_str::<Value>(comment) else {
             return None;
         };
-        if !map.values().all(Value::is_string) {
+        // `map[string]string`: a null value decodes as "".
+        if !map
+            .values()
+            .all(|value| value.is_string() || value.is_null())
+        {
             return None;
         }
         let name = map.get("$kpt-set").and_then(Value::as_str)?;
@@ -1508,6 +1512,32 @@ mod tests {
         assert_eq!(
             stderr(&outcome),
             twice("missing reference on substitution c")
+        );
+    }
+
+    /// A v1alpha1 Kptfile with nothing to convert still gets a (non-nil,
+    /// empty) pipeline; `$ref` comments and head comments resolve too, and
+    /// a shorthand naming no setter of the package is left alone.
+    #[test]
+    fn bare_kptfiles_and_comment_forms() {
+        let outcome = run_items(&[
+            "apiVersion: kpt.dev/v1alpha1\nkind: Kptfile\nmetadata:\n  name: a\n  labels:\n    app: x\n  annotations:\n    config.kubernetes.io/path: Kptfile\nopenAPI:\n  definitions:\n    io.k8s.cli.setters.replicas:\n      x-k8s-cli:\n        setter:\n          name: replicas\n          value: \"3\"\n          enumValues:\n            \"3\": three\n    io.k8s.cli.substitutions.s:\n      x-k8s-cli:\n        substitution:\n          name: s\n          pattern: r-R\n          values:\n          - marker: R\n            ref: '#/definitions/io.k8s.cli.setters.replicas'\n",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d # {\"$ref\":\"#/definitions/io.k8s.cli.substitutions.s\"}\n  annotations:\n    config.kubernetes.io/path: d.yaml\nspec:\n  # {\"$kpt-set\":\"replicas\"}\n  replicas: 3\n  paused: false # {\"$kpt-set\":\"unknown\"}\n",
+        ]);
+        assert_eq!(outcome.exit_code, 0, "{}", outcome.stderr);
+        assert_eq!(
+            to_string(&outcome.items[0], SeqIndent::Compact),
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: a\n  labels:\n    app: x\n  annotations:\n    config.kubernetes.io/path: Kptfile\npipeline:\n  mutators:\n  - image: gcr.io/kpt-fn/apply-setters:v0.2\n    configPath: setters.yaml\n"
+        );
+        assert_eq!(
+            to_string(&outcome.items[1], SeqIndent::Compact),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d # kpt-set: r-three\n  annotations:\n    config.kubernetes.io/path: d.yaml\nspec:\n  # {\"$kpt-set\":\"replicas\"}\n  replicas: 3 # kpt-set: ${replicas}\n  paused: false # {\"$kpt-set\":\"unknown\"}\n"
+        );
+        let outcome =
+            run_items(&["apiVersion: kpt.dev/v1alpha1\nkind: Kptfile\nmetadata:\n  name: a\n"]);
+        assert_eq!(
+            to_string(&outcome.items[0], SeqIndent::Compact),
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: a\npipeline: {}\n"
         );
     }
 
