@@ -468,9 +468,10 @@ impl Fix {
             };
             if item
                 .get_path(&["metadata", "annotations"])
-                .is_none_or(Node::is_null)
+                .is_none_or(is_nil_or_empty)
             {
-                // Go assigns into the nil annotations map and panics.
+                // kyaml's GetMeta leaves the map nil for absent or empty
+                // annotations; Go assigns into it and panics.
                 return Err(Failure::Unsupported(
                     "a metadata.configFn function config without annotations".to_owned(),
                 ));
