@@ -13,7 +13,7 @@
 //! with a head comment gets that comment copied (when the item has none) or
 //! moved and appended (when it has one).
 
-use super::resource_list::{WireError, is_null, kind_name};
+use super::resource_list::{WireError, kind_name};
 use crate::yaml::SeqIndent;
 use crate::yaml::node::{Node, NodeKind};
 
@@ -25,14 +25,8 @@ pub fn sync_order(from: &Node, to: &mut Node) -> Result<(), WireError> {
     Ok(())
 }
 
-/// kyaml `IsNilOrEmpty`: null, an empty collection, or a zero node.
-fn is_nil_or_empty(node: &Node) -> bool {
-    is_null(node)
-        || (matches!(node.kind, NodeKind::Mapping | NodeKind::Sequence) && node.content.is_empty())
-}
-
 fn sync(from: &Node, to: &mut Node) -> Result<(), String> {
-    if is_nil_or_empty(from) || is_nil_or_empty(to) {
+    if from.is_nil_or_empty() || to.is_nil_or_empty() {
         return Ok(());
     }
     match from.kind {

@@ -432,6 +432,13 @@ impl Node {
         self.kind == NodeKind::Scalar && self.tag == tag::NULL
     }
 
+    /// kyaml `IsNilOrEmpty`: null, or a mapping or sequence without entries.
+    pub fn is_nil_or_empty(&self) -> bool {
+        self.is_null()
+            || (matches!(self.kind, NodeKind::Mapping | NodeKind::Sequence)
+                && self.content.is_empty())
+    }
+
     /// The root of a document node, or the node itself for any other kind.
     pub fn root(&self) -> &Node {
         match self.kind {

@@ -82,7 +82,7 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
     }
     let mut kept: Vec<Node> = std::mem::take(&mut input.items)
         .into_iter()
-        .filter(|item| !is_nil_or_empty(item))
+        .filter(|item| !item.is_nil_or_empty())
         .collect();
     let mut states: Vec<State> = kept.iter().map(|_| State::default()).collect();
     let result = transform(&config, &mut kept, &mut states)
@@ -333,22 +333,24 @@ fn go_gvk_string(api_version: &str, kind: &str) -> String {
 fn validated_meta(node: &Node) -> Result<(String, String), String> {
     let text = |value: Option<&Node>| -> String {
         value
-            .filter(|value| !is_nil_or_empty(value))
+            .filter(|value| !value.is_nil_or_empty())
             .map(get_value)
             .unwrap_or_default()
     };
     let api_version = text(node.get("apiVersion"));
     let kind = text(node.get("kind"));
-    let metadata = node.get("metadata").filter(|value| !is_nil_or_empty(value));
+    let metadata = node
+        .get("metadata")
+        .filter(|value| !value.is_nil_or_empty());
     let field = |key: &str| metadata.and_then(|metadata| metadata.get(key));
     let name = field("name")
-        .filter(|value| !is_nil_or_empty(value))
+        .filter(|value| !value.is_nil_or_empty())
         .map(|value| value.value.to_string())
         .unwrap_or_default();
     let namespace = text(field("namespace"));
     let map = |key: &str| -> Option<BTreeMap<String, String>> {
         field(key)
-            .filter(|value| !is_nil_or_empty(value))
+            .filter(|value| !value.is_nil_or_empty())
             .map(|value| {
                 value
                     .pairs()
@@ -399,17 +401,14 @@ fn get_value(node: &Node) -> String {
     }
 }
 
-/// kyaml `IsNilOrEmpty`: null, or an empty mapping or sequence.
-fn is_nil_or_empty(node: &Node) -> bool {
-    is_null(node)
-        || (matches!(node.kind, NodeKind::Mapping | NodeKind::Sequence) && node.content.is_empty())
-}
-
 /// The resmap's checks of its input: every non-empty item has kyaml's
 /// valid metadata, and no two share an id (kind, group, version, name and
 /// effective namespace).
 fn validate_items(items: &[Node]) -> Result<(), String> {
-    let items: Vec<&Node> = items.iter().filter(|item| !is_nil_or_empty(item)).collect();
+    let items: Vec<&Node> = items
+        .iter()
+        .filter(|item| !item.is_nil_or_empty())
+        .collect();
     for item in &items {
         validated_meta(item)?;
     }

@@ -468,7 +468,7 @@ impl Fix {
             };
             if item
                 .get_path(&["metadata", "annotations"])
-                .is_none_or(is_nil_or_empty)
+                .is_none_or(Node::is_nil_or_empty)
             {
                 // kyaml's GetMeta leaves the map nil for absent or empty
                 // annotations; Go assigns into it and panics.
@@ -925,7 +925,7 @@ fn setters_schemas(items: &[Node]) -> Result<HashMap<String, Option<Value>>, Fai
             continue;
         }
         let schema = match item.get("openAPI") {
-            Some(open_api) if !is_nil_or_empty(open_api) => {
+            Some(open_api) if !open_api.is_nil_or_empty() => {
                 let json = to_json(open_api)?;
                 if !json.is_object() {
                     return Err(Failure::Unsupported(
@@ -947,12 +947,6 @@ fn setters_schemas(items: &[Node]) -> Result<HashMap<String, Option<Value>>, Fai
         schemas.insert(go_dir(&path_of(&meta)), schema);
     }
     Ok(schemas)
-}
-
-/// kyaml `IsNilOrEmpty`: null, or an empty mapping or sequence.
-fn is_nil_or_empty(node: &Node) -> bool {
-    node.is_null()
-        || (matches!(node.kind, NodeKind::Mapping | NodeKind::Sequence) && node.content.is_empty())
 }
 
 /// A node as go-yaml decodes it into `interface{}`, then `json.Marshal`.
