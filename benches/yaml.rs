@@ -16,14 +16,62 @@
 
 #![allow(clippy::print_stdout)]
 
+use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use krender::yaml::{Encoder, SeqIndent, parse_documents};
+use krender::yaml::{Encoder, Node, SeqIndent, SplicedItem, parse_documents, to_string_spliced};
 
-// The allocator the shipped binary uses (src/main.rs), for both sides.
+// The allocator the shipped binary uses (src/main.rs), for both sides,
+// counting allocations while `COUNTING` is set (the emit table's
+// allocations per document).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: Counting = Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+struct Counting;
+
+// SAFETY: every call is passed to mimalloc unchanged; the counter is a side
+// effect only.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: the caller's contract is passed on.
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract is passed on.
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: the caller's contract is passed on.
+        unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
+        count();
+        // SAFETY: the caller's contract is passed on.
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, size) }
+    }
+}
+
+fn count() {
+    if COUNTING.load(Ordering::Relaxed) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// How many allocations (reallocations included) `f` makes.
+fn allocations(f: impl FnOnce()) -> u64 {
+    ALLOCATIONS.store(0, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
+    f();
+    COUNTING.store(false, Ordering::Relaxed);
+    ALLOCATIONS.load(Ordering::Relaxed)
+}
 
 fn corpus(documents: usize) -> String {
     let mut out = String::new();
@@ -174,7 +222,7 @@ fn stream_table() {
         sequential == split,
         "the two-thread parse must equal the sequential one"
     );
-    drop((sequential, split));
+    drop(split);
     let runs = 3;
     let on = |pool: &rayon::ThreadPool| {
         measure(runs, || {
@@ -182,19 +230,88 @@ fn stream_table() {
         })
     };
     let (t1, t2) = (on(&one), on(&two));
+    // The parsed stream written back: as a stream, and as one ResourceList
+    // whose items are the documents' roots (a render's `-o stdout`).
+    let list = list_wrapper();
+    let emits = |pool: &rayon::ThreadPool| {
+        let stream = pool.install(|| emit_stream(&sequential));
+        let items = pool.install(|| emit_list(&list, &sequential));
+        (stream, items)
+    };
+    let (stream1, list1) = emits(&one);
+    assert!(stream1 == text, "the stream must be written back byte for byte");
+    assert!(
+        emits(&two) == (stream1, list1),
+        "the two-thread emit must equal the sequential one"
+    );
+    let emit_on = |pool: &rayon::ThreadPool, list_form: bool| {
+        measure(runs, || {
+            black_box(pool.install(|| {
+                if list_form {
+                    emit_list(&list, black_box(&sequential))
+                } else {
+                    emit_stream(black_box(&sequential))
+                }
+            }));
+        })
+    };
+    let (s1, s2) = (emit_on(&one, false), emit_on(&two, false));
+    let (l1, l2) = (emit_on(&one, true), emit_on(&two, true));
+    let row = |name: &str, time: Duration, base: Duration| {
+        format!(
+            "| {name:<20} | {:9.1} | {:6.1} | {:7.2}x |\n",
+            time.as_secs_f64() * 1000.0,
+            size / time.as_secs_f64(),
+            base.as_secs_f64() / time.as_secs_f64(),
+        )
+    };
     println!(
         "\nstream: {size:.1} MB, median of {runs} runs\n\
          | parse                | time (ms) |   MB/s | speed-up |\n\
          |----------------------|----------:|-------:|---------:|\n\
-         | one thread           | {:9.1} | {:6.1} |    1.00x |\n\
-         | two threads (pieces) | {:9.1} | {:6.1} | {:7.2}x |\n\
+         {}{}\
+         | emit                 |           |        |          |\n\
+         {}{}{}{}\
          parsed tree: {node_bytes_per_input_byte:.1} bytes of memory per input byte",
-        t1.as_secs_f64() * 1000.0,
-        size / t1.as_secs_f64(),
-        t2.as_secs_f64() * 1000.0,
-        size / t2.as_secs_f64(),
-        t1.as_secs_f64() / t2.as_secs_f64(),
+        row("one thread", t1, t1),
+        row("two threads (pieces)", t2, t1),
+        row("stream, one thread", s1, s1),
+        row("stream, two threads", s2, s1),
+        row("list, one thread", l1, l1),
+        row("list, two threads", l2, l1),
     );
+}
+
+/// `documents` written as one stream.
+fn emit_stream(documents: &[Node]) -> String {
+    let mut out = String::new();
+    let mut encoder = Encoder::new(&mut out);
+    for document in documents {
+        encoder.encode(document);
+    }
+    out
+}
+
+/// A ResourceList document with an empty `items:` sequence.
+fn list_wrapper() -> Node {
+    let text = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
+    parse_documents(text)
+        .ok()
+        .and_then(|mut documents| documents.pop())
+        .expect("the wrapper parses")
+}
+
+/// `documents`' roots written as the items of `list` (see [`list_wrapper`]).
+fn emit_list(list: &Node, documents: &[Node]) -> String {
+    let items: Vec<SplicedItem<'_>> = documents
+        .iter()
+        .map(|document| SplicedItem {
+            node: document.root(),
+            edits: &[],
+        })
+        .collect();
+    let slot = list.root().get("items").expect("the wrapper has items");
+    to_string_spliced(list, slot, &items, SeqIndent::Compact)
 }
 
 /// This process's resident set in bytes (Linux `/proc/self/statm`; 0
@@ -237,13 +354,30 @@ fn single_thread_table() {
     let parse_only = measure(runs, || {
         black_box(parse_documents(black_box(&text)).ok());
     });
-    let emit_only = measure(runs, || {
+    let emit = |documents: &[Node]| {
         let mut out = String::with_capacity(text.len());
         let mut encoder = Encoder::new(&mut out);
-        for document in &documents_parsed {
+        for document in documents {
             encoder.encode(document);
         }
-        black_box(out);
+        out
+    };
+    let emit_only = measure(runs, || {
+        black_box(emit(black_box(&documents_parsed)));
+    });
+    let emit_allocations = allocations(|| {
+        black_box(emit(&documents_parsed));
+    });
+    let serde_values: Vec<serde_yaml::Value> = {
+        use serde::Deserialize;
+        serde_yaml::Deserializer::from_str(&text)
+            .map(|document| serde_yaml::Value::deserialize(document).expect("serde_yaml parses"))
+            .collect()
+    };
+    let serde_emit_only = measure(runs, || {
+        for value in black_box(&serde_values) {
+            black_box(serde_yaml::to_string(value).expect("serde_yaml writes"));
+        }
     });
     let rate = |time: Duration| megabytes / time.as_secs_f64();
     println!(
@@ -253,7 +387,10 @@ fn single_thread_table() {
          | krender parse+emit (comments kept)     | {:9.1} | {:6.1} | {:12.2}x |\n\
          | serde_yaml Value + to_string (lossy)   | {:9.1} | {:6.1} | {:12.2}x |\n\
          | krender parse only                     | {:9.1} | {:6.1} |               |\n\
-         | krender emit only                      | {:9.1} | {:6.1} |               |",
+         | krender emit only                      | {:9.1} | {:6.1} | {:12.2}x |\n\
+         | serde_yaml emit only (to_string)       | {:9.1} | {:6.1} | {:12.2}x |\n\
+         krender emit: {emit_allocations} allocations ({:.2} per document; the output \
+         buffer is presized)",
         ours.as_secs_f64() * 1000.0,
         rate(ours),
         rate(ours) / rate(theirs),
@@ -264,5 +401,10 @@ fn single_thread_table() {
         rate(parse_only),
         emit_only.as_secs_f64() * 1000.0,
         rate(emit_only),
+        rate(emit_only) / rate(serde_emit_only),
+        serde_emit_only.as_secs_f64() * 1000.0,
+        rate(serde_emit_only),
+        1.0,
+        emit_allocations as f64 / documents as f64,
     );
 }
