@@ -33,7 +33,13 @@ pub fn resolve_plain(value: &str) -> &'static str {
             if is_timestamp(value) {
                 return tag::TIMESTAMP;
             }
-            let plain: String = value.chars().filter(|&c| c != '_').collect();
+            // Go's number syntax skips `_`; only such text needs a copy (the
+            // encoder resolves every tagged scalar it writes).
+            let plain: std::borrow::Cow<'_, str> = if value.contains('_') {
+                std::borrow::Cow::Owned(value.replace('_', ""))
+            } else {
+                std::borrow::Cow::Borrowed(value)
+            };
             if is_go_int(&plain) {
                 return tag::INT;
             }
