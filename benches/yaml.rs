@@ -8,9 +8,13 @@
 //! result is checked to parse back to equal values.
 //!
 //! The table's rows run on one thread (a pool of one), so they measure the
-//! parser itself. A second table parses a long stream (50 MB by default,
-//! `KRENDER_BENCH_STREAM_MB`) on one thread and on two, where `yaml::split`
-//! cuts it into pieces, and checks both results are equal.
+//! parser and the emitter themselves; the emit rows write already parsed
+//! trees (krender's nodes, serde_yaml's `Value`s), and krender's emit
+//! allocations are counted. A second table parses a long stream (50 MB by
+//! default, `KRENDER_BENCH_STREAM_MB`) on one thread and on two, where
+//! `yaml::split` cuts it into pieces, and writes it back on one thread and
+//! on two (the encoder writes long lists in chunks), as a stream and as one
+//! ResourceList of its documents; it checks the results are equal.
 //!
 //! Run: `cargo bench --bench yaml` (set `KRENDER_BENCH_DOCS` to resize).
 
@@ -282,13 +286,11 @@ fn stream_table() {
     );
 }
 
-/// `documents` written as one stream.
+/// `documents` written as one stream (in chunks on rayon when it has more
+/// than one thread).
 fn emit_stream(documents: &[Node]) -> String {
     let mut out = String::new();
-    let mut encoder = Encoder::new(&mut out);
-    for document in documents {
-        encoder.encode(document);
-    }
+    Encoder::new(&mut out).encode_all(documents);
     out
 }
 

@@ -187,3 +187,87 @@ fn only_durations_are_normalized() {
         "[PASS] \"a\" in 0s\n[FAIL] \"b\" in 0s\n[PASS] \"c\" in 0s\n[PASS] \"d\" in 0s\nSuccessfully executed 4 function(s) in 1 package(s).\n"
     );
 }
+
+/// Runs `check` on every YAML input the differential tests share: each
+/// fixture and shared conformance file alone, each directory's files joined
+/// into one stream (as `fn source` output and site bundles are), and the
+/// golden cases' inputs; fails with every failure `check` reports. `test`
+/// names the test in the shared-case count.
+pub(crate) fn check_yaml_inputs(test: &str, check: impl Fn(&str) -> Result<(), String>) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (fixtures, mut failures) = check_yaml_tree(&repo.join("fixtures"), &check);
+    assert!(fixtures > 100, "only {fixtures} fixture files");
+    let golden: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.join("fixtures/yaml/yaml-fidelity-cases.json"))
+            .expect("golden cases"),
+    )
+    .expect("json");
+    for case in golden["cases"].as_array().expect("cases") {
+        if let Some(input) = case["input"].as_str()
+            && let Err(failure) = check(input)
+        {
+            failures.push(format!("golden {}: {failure}", case["name"]));
+        }
+    }
+    if let Some(shared) = shared_dir("conformance") {
+        let (count, mut more) = check_yaml_tree(&shared, &check);
+        failures.append(&mut more);
+        shared_cases(test, count);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// [`check_yaml_inputs`] on the files under `root`: how many there are,
+/// and the failures.
+fn check_yaml_tree(
+    root: &Path,
+    check: &impl Fn(&str) -> Result<(), String>,
+) -> (usize, Vec<String>) {
+    let mut files = Vec::new();
+    yaml_files(root, &mut files);
+    let mut failures = Vec::new();
+    let mut by_dir: BTreeMap<PathBuf, String> = BTreeMap::new();
+    for file in &files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        if let Err(failure) = check(&text) {
+            failures.push(format!("{}: {failure}", file.display()));
+        }
+        let joined = by_dir
+            .entry(file.parent().map(Path::to_owned).unwrap_or_default())
+            .or_default();
+        if !joined.is_empty() {
+            joined.push_str("---\n");
+        }
+        joined.push_str(&text);
+        if !text.ends_with('\n') {
+            joined.push('\n');
+        }
+    }
+    for (dir, joined) in &by_dir {
+        if let Err(failure) = check(joined) {
+            failures.push(format!("{} joined: {failure}", dir.display()));
+        }
+    }
+    (files.len(), failures)
+}
+
+/// Every `.yaml`/`.yml` file under `dir`, in sorted order.
+fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            yaml_files(&path, out);
+        } else if path
+            .extension()
+            .is_some_and(|ext| ext == "yaml" || ext == "yml")
+        {
+            out.push(path);
+        }
+    }
+}

@@ -4,12 +4,10 @@
 //! into one stream), the golden cases, adversarial separators and random
 //! streams. `parse_documents_in_pieces(src, 1)` is the sequential parse.
 
-use std::path::{Path, PathBuf};
-
 use krender::yaml::{Node, YamlError, parse_documents_in_pieces};
 use proptest::prelude::*;
 
-use crate::support::{shared_cases, shared_dir};
+use crate::support::check_yaml_inputs;
 
 /// The piece counts tried: a few cuts, and a cut at every safe place.
 const PIECES: [usize; 3] = [2, 5, 1000];
@@ -35,80 +33,9 @@ fn same(a: &Result<Vec<Node>, YamlError>, b: &Result<Vec<Node>, YamlError>) -> b
     }
 }
 
-fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            yaml_files(&path, out);
-        } else if path
-            .extension()
-            .is_some_and(|ext| ext == "yaml" || ext == "yml")
-        {
-            out.push(path);
-        }
-    }
-}
-
-/// Each file alone, and each directory's files joined into one stream (as
-/// `fn source` output and site bundles are).
-fn check_tree(root: &Path) -> (usize, Vec<String>) {
-    let mut files = Vec::new();
-    yaml_files(root, &mut files);
-    let mut failures = Vec::new();
-    let mut by_dir: std::collections::BTreeMap<PathBuf, String> = Default::default();
-    for file in &files {
-        let Ok(text) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        if let Err(failure) = same_as_sequential(&text) {
-            failures.push(format!("{}: {failure}", file.display()));
-        }
-        let joined = by_dir
-            .entry(file.parent().map(Path::to_owned).unwrap_or_default())
-            .or_default();
-        if !joined.is_empty() {
-            joined.push_str("---\n");
-        }
-        joined.push_str(&text);
-        if !text.ends_with('\n') {
-            joined.push('\n');
-        }
-    }
-    for (dir, joined) in &by_dir {
-        if let Err(failure) = same_as_sequential(joined) {
-            failures.push(format!("{} joined: {failure}", dir.display()));
-        }
-    }
-    (files.len(), failures)
-}
-
 #[test]
 fn pieces_parse_as_the_sequential_parse_on_every_fixture_and_shared_file() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let (fixtures, mut failures) = check_tree(&repo.join("fixtures"));
-    assert!(fixtures > 100, "only {fixtures} fixture files");
-    let golden: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo.join("fixtures/yaml/yaml-fidelity-cases.json"))
-            .expect("golden cases"),
-    )
-    .expect("json");
-    for case in golden["cases"].as_array().expect("cases") {
-        if let Some(input) = case["input"].as_str()
-            && let Err(failure) = same_as_sequential(input)
-        {
-            failures.push(format!("golden {}: {failure}", case["name"]));
-        }
-    }
-    if let Some(shared) = shared_dir("conformance") {
-        let (count, mut more) = check_tree(&shared);
-        failures.append(&mut more);
-        shared_cases("yaml_split", count);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    check_yaml_inputs("yaml_split", same_as_sequential);
 }
 
 #[test]

@@ -152,10 +152,42 @@ const BEST_WIDTH: usize = (1 << 31) - 1;
 /// so it holds two events, never the whole document's list. `compact` is
 /// kyaml's compact sequence indent switch.
 pub(crate) struct DocumentEmitter<'o, 'e> {
-    emitter: Emitter<'o, 'e>,
+    /// The caller's buffer; the emitter writes into it (moved into
+    /// `emitter.out`, so that the emitter's state can be cloned without it)
+    /// and it is put back on drop.
+    target: &'o mut String,
+    /// Where chunks of text go as they are, when the caller takes the
+    /// document in pieces (see [`append_piece`]).
+    pieces: Option<&'o mut Vec<String>>,
+    emitter: Emitter<'e>,
     /// The last event pushed, waiting for its successor.
     pending: Option<Event<'e>>,
 }
+
+/// Appends `text` to the text written into `out`: copied into `out`, or,
+/// when the caller takes the text in `pieces`, handed over as a piece after
+/// `out`'s text so far (a chunk of a long list is not copied again).
+pub(crate) fn append_piece(out: &mut String, pieces: Option<&mut Vec<String>>, text: String) {
+    match pieces {
+        Some(pieces) => {
+            if !out.is_empty() {
+                pieces.push(std::mem::take(out));
+            }
+            pieces.push(text);
+        }
+        None => out.push_str(&text),
+    }
+}
+
+/// Where an emitter stands between two items of a block sequence: all it
+/// needs to write the rest, without the text already written. A long
+/// sequence's items are written in chunks on rayon, each chunk from the
+/// point after the first item ([`DocumentEmitter::pause`]); a chunk's text
+/// is used where the emitter really stands as the chunk assumed
+/// ([`DocumentEmitter::stands_at`]), so the bytes are those of writing the
+/// items in order.
+#[derive(Clone)]
+pub(crate) struct Resume<'e>(Emitter<'e>);
 
 impl<'o, 'e> DocumentEmitter<'o, 'e> {
     /// Starts a document in the stream described by `stream`.
@@ -166,7 +198,7 @@ impl<'o, 'e> DocumentEmitter<'o, 'e> {
     ) -> DocumentEmitter<'o, 'e> {
         DocumentEmitter {
             emitter: Emitter {
-                out,
+                out: std::mem::take(out),
                 current: Event::new(EventKind::DocumentStart),
                 next: None,
                 state: State::DocumentStart,
@@ -196,8 +228,77 @@ impl<'o, 'e> DocumentEmitter<'o, 'e> {
                 tail_comment: "",
                 key_line_comment: "",
             },
+            target: out,
+            pieces: None,
             pending: None,
         }
+    }
+
+    /// Hands chunks of text over to `pieces` (see [`append_piece`]).
+    pub(crate) fn with_pieces(mut self, pieces: Option<&'o mut Vec<String>>) -> Self {
+        self.pieces = pieces;
+        self
+    }
+
+    /// An emitter standing at `at`, writing into `out` (a chunk of a
+    /// sequence's items, see [`Resume`]).
+    pub(crate) fn resumed(out: &'o mut String, at: &Resume<'e>) -> DocumentEmitter<'o, 'e> {
+        let mut emitter = at.0.clone();
+        emitter.out = std::mem::take(out);
+        DocumentEmitter {
+            target: out,
+            pieces: None,
+            emitter,
+            pending: None,
+        }
+    }
+
+    /// Writes the event held back, when the emitter stands after an item
+    /// of a block sequence outside flow style, and returns where it stands;
+    /// `None` elsewhere. Called only right after an item's events. Writing
+    /// the held event now, without its successor's kind, writes what it
+    /// would have: only a collection's start event looks at the next one,
+    /// and an item never ends with one (one held means the items so far
+    /// wrote no event; it is left held).
+    pub(crate) fn pause(&mut self) -> Option<Resume<'e>> {
+        if self.pending.is_some_and(|event| {
+            matches!(
+                event.kind,
+                EventKind::SequenceStart | EventKind::MappingStart
+            )
+        }) {
+            return None;
+        }
+        if let Some(last) = self.pending.take() {
+            self.emitter.step(last, None);
+        }
+        if self.emitter.state != State::BlockSequenceItem || self.emitter.flow_level > 0 {
+            return None;
+        }
+        let out = std::mem::take(&mut self.emitter.out);
+        let at = Resume(self.emitter.clone());
+        self.emitter.out = out;
+        Some(at)
+    }
+
+    /// True when the emitter, paused after an item, writes whatever follows
+    /// exactly as one standing at `at` does (see [`Emitter::same_future`]).
+    /// Writes the event held back first, like [`DocumentEmitter::pause`].
+    pub(crate) fn stands_at(&mut self, at: &Resume<'e>) -> bool {
+        match self.pause() {
+            Some(here) => here.0.same_future(&at.0),
+            None => false,
+        }
+    }
+
+    /// Appends `text`, what an emitter standing where this one stands
+    /// wrote up to `end` (a chunk, see [`Resume`]), and stands at `end`.
+    pub(crate) fn skip(&mut self, text: String, end: Resume<'e>) {
+        let mut out = std::mem::take(&mut self.emitter.out);
+        append_piece(&mut out, self.pieces.as_deref_mut(), text);
+        self.emitter = end.0;
+        self.emitter.out = out;
+        self.pending = None;
     }
 
     /// Takes the next event, writing the one before it.
@@ -212,7 +313,7 @@ impl<'o, 'e> DocumentEmitter<'o, 'e> {
         if let Some(last) = self.pending.take() {
             self.emitter.step(last, None);
         }
-        let emitter = self.emitter;
+        let emitter = &self.emitter;
         stream.started = true;
         stream.column = emitter.column;
         stream.whitespace = emitter.whitespace;
@@ -221,8 +322,16 @@ impl<'o, 'e> DocumentEmitter<'o, 'e> {
     }
 }
 
-struct Emitter<'o, 'e> {
-    out: &'o mut String,
+impl Drop for DocumentEmitter<'_, '_> {
+    fn drop(&mut self) {
+        std::mem::swap(self.target, &mut self.emitter.out);
+    }
+}
+
+#[derive(Clone)]
+struct Emitter<'e> {
+    /// The text written (the caller's buffer, see [`DocumentEmitter`]).
+    out: String,
     /// The event being written.
     current: Event<'e>,
     /// The kind of the event after it, if any.
@@ -324,9 +433,42 @@ fn is_printable(s: &[u8], i: usize) -> bool {
         || (b == 0xEF && !(b1 == 0xBB && b2 == 0xBF) && !(b1 == 0xBF && (b2 == 0xBE || b2 == 0xBF)))
 }
 
-impl<'e> Emitter<'_, 'e> {
+impl<'e> Emitter<'e> {
     fn event(&self) -> Event<'e> {
         self.current
+    }
+
+    /// True when this emitter, standing between two items of a block
+    /// sequence, writes whatever events follow exactly as `other` does.
+    /// Left out are the fields every event sets before they are read (the
+    /// current event, its anchor, tag and scalar analysis, the node
+    /// contexts) and, when the last line is not an indentation, the column
+    /// and whitespace flag: the next item starts with `write_indent`, which
+    /// then writes a line break, after which they no longer matter.
+    fn same_future(&self, other: &Emitter<'e>) -> bool {
+        let position = |e: &Emitter<'e>| {
+            if e.indention {
+                Some((e.column, e.whitespace))
+            } else {
+                None
+            }
+        };
+        position(self) == position(other)
+            && self.indention == other.indention
+            && self.state == other.state
+            && self.states == other.states
+            && self.indents == other.indents
+            && self.indent == other.indent
+            && self.flow_level == other.flow_level
+            && self.first_document == other.first_document
+            && self.open_ended == other.open_ended
+            && self.foot_indent == other.foot_indent
+            && self.compact_sequence_indent == other.compact_sequence_indent
+            && self.head_comment == other.head_comment
+            && self.line_comment == other.line_comment
+            && self.foot_comment == other.foot_comment
+            && self.tail_comment == other.tail_comment
+            && self.key_line_comment == other.key_line_comment
     }
 
     /// Writes `event`, followed by an event of kind `next`.

@@ -8,9 +8,13 @@
 //! requested, where a key's foot comment goes) are go-yaml's; the emitter
 //! may still downgrade the requested style (spec §4.5).
 
-use std::borrow::Cow;
+use std::ops::Range;
 
-use super::emitter::{DocumentEmitter, Event, EventKind, ScalarStyle, StreamState};
+use rayon::prelude::*;
+
+use super::emitter::{
+    DocumentEmitter, Event, EventKind, Resume, ScalarStyle, StreamState, append_piece,
+};
 use super::node::{Node, NodeKind, Style, tag};
 use super::resolve::resolve_plain;
 
@@ -42,12 +46,62 @@ impl SeqIndent {
     }
 }
 
+/// How an encoder writes a long list: a block sequence's items, or the
+/// documents of [`Encoder::encode_all`]. The bytes are the same whichever is
+/// chosen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Chunking {
+    /// In chunks on rayon when the list is long (a render's `-o stdout`
+    /// list, a big package's stream) and rayon has more than one thread.
+    #[default]
+    Auto,
+    /// In order, on the calling thread.
+    Sequential,
+    /// Every list of two or more cut into chunks of this many (at least
+    /// one), on rayon: how tests cut lists everywhere.
+    Items(usize),
+}
+
+/// Lists at least this long are written in chunks ([`Chunking::Auto`]).
+pub(crate) const PARALLEL_FROM: usize = 256;
+
+impl Chunking {
+    /// The chunk length for a list of `len`, or `None` to write it in order.
+    pub(crate) fn chunk_len(self, len: usize) -> Option<usize> {
+        match self {
+            Chunking::Sequential => None,
+            Chunking::Items(_) if len < 2 => None,
+            Chunking::Items(items) => Some(items.max(1)),
+            Chunking::Auto => {
+                let threads = rayon::current_num_threads();
+                if len < PARALLEL_FROM || threads < 2 {
+                    return None;
+                }
+                // A few chunks per thread, so uneven items even out.
+                const MIN_CHUNK: usize = 64;
+                Some(MIN_CHUNK.max(len / (4 * threads)))
+            }
+        }
+    }
+}
+
+/// `0..len` cut into runs of `chunk_len` (the last may be shorter).
+fn chunk_ranges(start: usize, len: usize, chunk_len: usize) -> Vec<Range<usize>> {
+    (start..len)
+        .step_by(chunk_len.max(1))
+        .map(|from| from..len.min(from + chunk_len.max(1)))
+        .collect()
+}
+
 /// A multi-document encoder: every document after the first is preceded by
 /// a `---` line, like one go-yaml `Encoder` used for several `Encode` calls.
 pub struct Encoder<'a> {
     out: &'a mut String,
+    /// Where the text goes in pieces, before `out`'s (see [`to_pieces_spliced`]).
+    pieces: Option<&'a mut Vec<String>>,
     seq_indent: SeqIndent,
     stream: StreamState,
+    chunking: Chunking,
 }
 
 impl<'a> Encoder<'a> {
@@ -55,8 +109,10 @@ impl<'a> Encoder<'a> {
     pub fn new(out: &'a mut String) -> Encoder<'a> {
         Encoder {
             out,
+            pieces: None,
             seq_indent: SeqIndent::Compact,
             stream: StreamState::default(),
+            chunking: Chunking::Auto,
         }
     }
 
@@ -82,21 +138,92 @@ impl<'a> Encoder<'a> {
         self.seq_indent = seq_indent;
     }
 
+    /// Sets how long lists are written from now on (the bytes do not change).
+    pub fn set_chunking(&mut self, chunking: Chunking) {
+        self.chunking = chunking;
+    }
+
     /// Writes one document. A non-document node is wrapped in an implicit
     /// document without comments.
     pub fn encode(&mut self, node: &Node) {
-        self.encode_spliced(node, Splice::NONE);
+        self.encode_spliced(node, self.splice(None, &[]));
+    }
+
+    /// Writes `documents` in order: the bytes of [`Encoder::encode`] on
+    /// each, from chunks of documents encoded on rayon when the stream is
+    /// long. A chunk after the first is encoded as if the document before it
+    /// ended plainly ([`Encoder::continuing`]); where one did not, the chunk
+    /// is encoded again in order. Anchors and aliases need no care: the
+    /// emitter writes their names as they are.
+    pub fn encode_all(&mut self, documents: &[Node]) {
+        let Some(chunk_len) = self.chunking.chunk_len(documents.len()) else {
+            for document in documents {
+                self.encode(document);
+            }
+            return;
+        };
+        let (seq_indent, chunking, first) = (self.seq_indent, self.chunking, self.stream);
+        let assumed = StreamState::after_plain_document();
+        let ranges = chunk_ranges(0, documents.len(), chunk_len);
+        let chunks: Vec<(String, StreamState)> = ranges
+            .par_iter()
+            .enumerate()
+            .map(|(i, range)| {
+                let mut text = String::new();
+                let mut encoder = Encoder {
+                    out: &mut text,
+                    pieces: None,
+                    seq_indent,
+                    stream: if i == 0 { first } else { assumed },
+                    chunking,
+                };
+                for document in &documents[range.clone()] {
+                    encoder.encode(document);
+                }
+                let end = encoder.stream;
+                (text, end)
+            })
+            .collect();
+        for (i, (range, (text, end))) in ranges.into_iter().zip(chunks).enumerate() {
+            if i == 0 || self.stream == assumed {
+                append_piece(self.out, self.pieces.as_deref_mut(), text);
+                self.stream = end;
+            } else {
+                for document in &documents[range] {
+                    self.encode(document);
+                }
+            }
+        }
     }
 
     /// Encodes `node` with `edits` made as it is written: the bytes of
     /// [`Encoder::encode`] on an edited copy, without making the copy.
     pub fn encode_edited(&mut self, node: &Node, edits: &[Edit<'_>]) {
-        self.encode_spliced(node, Splice { items: None, edits });
+        self.encode_spliced(node, self.splice(None, edits));
+    }
+
+    /// Writes `node` with `items` as the content of `slot` (see
+    /// [`to_string_spliced`]).
+    pub fn encode_with_items(&mut self, node: &Node, slot: &Node, items: &[SplicedItem<'_>]) {
+        self.encode_spliced(node, self.splice(Some((slot, items)), &[]));
+    }
+
+    fn splice<'n>(
+        &self,
+        items: Option<(&'n Node, &'n [SplicedItem<'n>])>,
+        edits: &'n [Edit<'n>],
+    ) -> Splice<'n> {
+        Splice {
+            items,
+            edits,
+            chunking: self.chunking,
+        }
     }
 
     fn encode_spliced<'n>(&mut self, node: &'n Node, splice: Splice<'n>) {
         let compact = self.seq_indent == SeqIndent::Compact;
-        let mut events = DocumentEmitter::new(self.out, &self.stream, compact);
+        let mut events = DocumentEmitter::new(self.out, &self.stream, compact)
+            .with_pieces(self.pieces.as_deref_mut());
         if node.kind == NodeKind::Document {
             let mut start = Event::new(EventKind::DocumentStart);
             start.head_comment = &node.head_comment;
@@ -150,20 +277,16 @@ pub enum Edit<'n> {
 }
 
 /// Where [`push_node`] writes something other than the tree it walks: the
-/// items of one sequence, and the edits of the current item.
+/// items of one sequence, and the edits of the current item; and how it
+/// writes long sequences.
 #[derive(Clone, Copy)]
 struct Splice<'n> {
-    /// A sequence (by address) whose content is replaced by these items.
-    items: Option<(*const Node, &'n [SplicedItem<'n>])>,
+    /// A sequence (compared by address) whose content is replaced by these
+    /// items.
+    items: Option<(&'n Node, &'n [SplicedItem<'n>])>,
     /// The current item's edits.
     edits: &'n [Edit<'n>],
-}
-
-impl Splice<'_> {
-    const NONE: Splice<'static> = Splice {
-        items: None,
-        edits: &[],
-    };
+    chunking: Chunking,
 }
 
 /// Encodes one node as a single document.
@@ -189,12 +312,28 @@ pub fn to_string_spliced(
     let mut out = String::new();
     let mut encoder = Encoder::new(&mut out);
     encoder.set_seq_indent(seq_indent);
-    let splice = Splice {
-        items: Some((std::ptr::from_ref(slot), items)),
-        edits: &[],
-    };
-    encoder.encode_spliced(node, splice);
+    encoder.encode_with_items(node, slot, items);
     out
+}
+
+/// [`to_string_spliced`] in the pieces the encoder wrote it in (their
+/// concatenation is its text): the chunks of a long list are handed over as
+/// they were written instead of being copied into one more buffer.
+pub(crate) fn to_pieces_spliced(
+    node: &Node,
+    slot: &Node,
+    items: &[SplicedItem<'_>],
+    seq_indent: SeqIndent,
+) -> Vec<String> {
+    let mut out = String::new();
+    let mut pieces = Vec::new();
+    let mut encoder = Encoder::new(&mut out);
+    encoder.pieces = Some(&mut pieces);
+    encoder.set_seq_indent(seq_indent);
+    encoder.encode_with_items(node, slot, items);
+    drop(encoder);
+    pieces.push(out);
+    pieces
 }
 
 /// Appends to `out` every field of `item` that its written bytes depend on,
@@ -258,11 +397,19 @@ pub fn spliced_item_fingerprint(item: &SplicedItem<'_>, out: &mut Vec<u8>) -> bo
     walk(item.node, item.edits, out)
 }
 
-/// The short form of a tag (`tag:yaml.org,2002:str` → `!!str`).
-fn short_tag(tag: &str) -> Cow<'_, str> {
-    match tag.strip_prefix("tag:yaml.org,2002:") {
-        Some(rest) => Cow::Owned(format!("!!{rest}")),
-        None => Cow::Borrowed(tag),
+/// True when `tag` is the short tag `short` (`!!str`), in its short or its
+/// long form (`tag:yaml.org,2002:str`); compared in place, as the encoder
+/// asks this for every tagged node it writes.
+fn is_tag(tag: &str, short: &str) -> bool {
+    if tag == short {
+        return true;
+    }
+    match (
+        tag.strip_prefix("tag:yaml.org,2002:"),
+        short.strip_prefix("!!"),
+    ) {
+        (Some(long), Some(short)) => long == short,
+        _ => false,
     }
 }
 
@@ -286,7 +433,7 @@ fn push_node<'n>(
     }
     // Drop the tag when it was not written explicitly and leaving it out
     // does not change how the value reads back (go-yaml encode.go).
-    let stag = short_tag(&node.tag);
+    let stag: &str = &node.tag;
     let mut write_tag = !node.tag.is_empty();
     let mut force_quoting = false;
     if write_tag && !node.style.contains(Style::TAGGED) {
@@ -296,20 +443,20 @@ fn push_node<'n>(
                     || node.style.contains(Style::DOUBLE_QUOTED)
                     || node.style.contains(Style::LITERAL)
                     || node.style.contains(Style::FOLDED);
-                if stag == tag::STR && quoted_or_block {
+                if is_tag(stag, tag::STR) && quoted_or_block {
                     write_tag = false;
                 } else {
                     let resolved = resolve_plain(&node.value);
-                    if resolved == stag {
+                    if is_tag(stag, resolved) {
                         write_tag = false;
-                    } else if stag == tag::STR {
+                    } else if is_tag(stag, tag::STR) {
                         write_tag = false;
                         force_quoting = true;
                     }
                 }
             }
-            NodeKind::Mapping => write_tag = stag != tag::MAP,
-            NodeKind::Sequence => write_tag = stag != tag::SEQ,
+            NodeKind::Mapping => write_tag = !is_tag(stag, tag::MAP),
+            NodeKind::Sequence => write_tag = !is_tag(stag, tag::SEQ),
             NodeKind::Document | NodeKind::Alias => {}
         }
     }
@@ -332,20 +479,23 @@ fn push_node<'n>(
             start.flow = node.style.contains(Style::FLOW);
             start.head_comment = &node.head_comment;
             events.push(start);
+            let block = !node.style.contains(Style::FLOW);
             match splice.items {
                 Some((slot, items)) if std::ptr::eq(node, slot) => {
-                    for item in items {
+                    let item = |i: usize| {
+                        let item: &'n SplicedItem<'n> = &items[i];
                         let splice = Splice {
                             items: None,
                             edits: item.edits,
+                            chunking: splice.chunking,
                         };
-                        push_node(events, item.node, "", false, splice);
-                    }
+                        (item.node, splice)
+                    };
+                    push_items(events, items.len(), block, splice.chunking, &item);
                 }
                 _ => {
-                    for item in &node.content {
-                        push_node(events, item, "", false, splice);
-                    }
+                    let item = |i: usize| (&node.content[i], splice);
+                    push_items(events, node.content.len(), block, splice.chunking, &item);
                 }
             }
             let mut end = Event::new(EventKind::SequenceEnd);
@@ -417,6 +567,68 @@ fn push_node<'n>(
             scalar.tail_comment = tail;
             events.push(scalar);
         }
+    }
+}
+
+/// Pushes the `count` items of the sequence whose start event was just
+/// pushed, `item(i)` giving each with how it is walked: in order, or, for a
+/// long block sequence, in chunks on rayon. Each chunk is written from where
+/// the first item leaves the emitter; a chunk's text is taken where the
+/// emitter, having written the items before it, stands there too (see
+/// [`Resume`]), and the chunk is written again in order where it does not
+/// (an item ending in a foot comment, a kept block scalar). Anchors and
+/// aliases need no care: the emitter writes their names as they are.
+fn push_items<'n, F>(
+    events: &mut DocumentEmitter<'_, 'n>,
+    count: usize,
+    block: bool,
+    chunking: Chunking,
+    item: &F,
+) where
+    F: Fn(usize) -> (&'n Node, Splice<'n>) + Sync,
+{
+    let chunk_len = if block {
+        chunking.chunk_len(count)
+    } else {
+        None
+    };
+    let Some(chunk_len) = chunk_len else {
+        push_range(events, 0..count, item);
+        return;
+    };
+    push_range(events, 0..1, item);
+    let Some(start) = events.pause() else {
+        push_range(events, 1..count, item);
+        return;
+    };
+    let ranges = chunk_ranges(1, count, chunk_len);
+    let chunks: Vec<(String, Option<Resume<'n>>)> = ranges
+        .par_iter()
+        .map(|range| {
+            let mut text = String::new();
+            let mut chunk = DocumentEmitter::resumed(&mut text, &start);
+            push_range(&mut chunk, range.clone(), item);
+            let end = chunk.pause();
+            drop(chunk);
+            (text, end)
+        })
+        .collect();
+    for (range, (text, end)) in ranges.into_iter().zip(chunks) {
+        match end {
+            Some(end) if events.stands_at(&start) => events.skip(text, end),
+            _ => push_range(events, range, item),
+        }
+    }
+}
+
+/// Pushes the items `range` of a sequence (see [`push_items`]).
+fn push_range<'n, F>(events: &mut DocumentEmitter<'_, 'n>, range: Range<usize>, item: &F)
+where
+    F: Fn(usize) -> (&'n Node, Splice<'n>),
+{
+    for i in range {
+        let (node, splice) = item(i);
+        push_node(events, node, "", false, splice);
     }
 }
 
@@ -623,8 +835,40 @@ mod tests {
         );
     }
 
+    /// Items that write no event (a nested document node without content)
+    /// leave the emitter where it was: a list of them is written in chunks
+    /// as in order.
+    #[test]
+    fn chunked_sequences_of_items_that_write_nothing() {
+        let mut empty = Node::new_document(plain("x"));
+        empty.content.clear();
+        let lists = [
+            vec![empty.clone(), empty.clone(), empty.clone()],
+            vec![empty.clone(), plain("a"), empty.clone(), plain("b")],
+            vec![plain("a"), empty.clone(), empty.clone()],
+        ];
+        for items in lists {
+            let mut list = Node::new_sequence();
+            list.content = items;
+            let root = key_values(vec![("k", list)]);
+            let write = |chunking| {
+                let mut out = String::new();
+                let mut encoder = super::Encoder::new(&mut out);
+                encoder.set_chunking(chunking);
+                encoder.encode(&root);
+                out
+            };
+            for chunk in 1..3 {
+                assert_eq!(
+                    write(super::Chunking::Items(chunk)),
+                    write(super::Chunking::Sequential)
+                );
+            }
+        }
+    }
+
     mod roundtrip {
-        use super::super::{SeqIndent, to_string};
+        use super::super::{Chunking, Encoder, SeqIndent, to_string};
         use crate::yaml::node::{Node, NodeKind, Style, tag};
         use crate::yaml::parse_documents;
         use proptest::prelude::*;
@@ -741,8 +985,52 @@ mod tests {
                 && a.content.iter().zip(&b.content).all(|(x, y)| same(x, y))
         }
 
+        /// `node` with comments on some of its nodes, chosen by the bits of
+        /// `seed` (the round-trip trees have none).
+        fn with_comments(node: &mut Node, seed: &mut u64) {
+            *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let bits = *seed >> 40;
+            if bits & 7 == 0 {
+                node.head_comment = "# head".into();
+            }
+            if bits & 56 == 0 && node.kind == NodeKind::Scalar {
+                node.line_comment = "# line".into();
+            }
+            if bits & 448 == 0 {
+                node.foot_comment = "# foot".into();
+            }
+            for child in &mut node.content {
+                with_comments(child, seed);
+            }
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(400))]
+
+            /// Sequences written in chunks come out as written in order,
+            /// whatever the items and their comments.
+            #[test]
+            fn chunked_sequences_write_as_sequential_ones(
+                items in prop::collection::vec(tree(), 0..12),
+                seed in any::<u64>(),
+                wide in any::<bool>(),
+                chunk in 1..4usize,
+            ) {
+                let mut root = Node::new_sequence();
+                root.content = items;
+                let mut seed = seed;
+                with_comments(&mut root, &mut seed);
+                let indent = if wide { SeqIndent::Wide } else { SeqIndent::Compact };
+                let write = |chunking| {
+                    let mut out = String::new();
+                    let mut encoder = Encoder::new(&mut out);
+                    encoder.set_seq_indent(indent);
+                    encoder.set_chunking(chunking);
+                    encoder.encode(&root);
+                    out
+                };
+                prop_assert_eq!(write(Chunking::Items(chunk)), write(Chunking::Sequential));
+            }
 
             /// Whatever the requested styles, the emitted text parses back
             /// to the same values, and emitting again is a fixed point.

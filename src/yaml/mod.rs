@@ -6,7 +6,8 @@
 //! (tokens → events with comments attached) → `composer` (events → [`Node`]
 //! trees, with go-yaml's comment moves) and back: `encoder` ([`Node`] →
 //! events, tag and quoting decisions) → `emitter` (events → text).
-//! `split` parses long multi-document streams in pieces on rayon.
+//! `split` parses long multi-document streams in pieces on rayon; the encoder
+//! writes long lists (block sequences, streams) in chunks on rayon.
 //! `resolve` holds the implicit-tag rules both directions share; `marshal`
 //! builds nodes the way Go's struct marshaller styles them; `de` decodes typed
 //! config (Kptfile, function configs) from nodes with serde.
@@ -26,7 +27,9 @@ pub mod scanner;
 pub mod split;
 
 pub use composer::parse_document;
-pub use encoder::{Edit, Encoder, SeqIndent, SplicedItem, to_string, to_string_spliced};
+pub use encoder::{
+    Chunking, Edit, Encoder, SeqIndent, SplicedItem, to_string, to_string_spliced,
+};
 pub use error::YamlError;
 pub use node::{Node, NodeKind, Style};
 pub use split::{parse_documents, parse_documents_in_pieces};
