@@ -19,6 +19,7 @@ use rayon::prelude::*;
 use regex::Regex;
 
 use super::resource::{self, set_annotation};
+use crate::yaml::encoder::PARALLEL_FROM;
 use crate::yaml::node::{Node, NodeKind, Style, tag};
 use crate::yaml::{Edit, Encoder, SeqIndent, SplicedItem, YamlError, parse_document};
 
@@ -145,8 +146,7 @@ pub fn write_output_list_owned(
     items: Vec<Node>,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let texts = encode_list_texts(items, None, &[resource::PACKAGE_PATH]);
-    for piece in list_pieces(&texts) {
+    for piece in encode_list_texts(items, None, &[resource::PACKAGE_PATH]) {
         out.write_all(piece.as_bytes())?;
     }
     Ok(())
@@ -189,7 +189,7 @@ pub fn encode_output_list_remembered<E: Send>(
 /// The texts of the items of the lists written with them, by blake3 of
 /// what each item is written from ([`crate::yaml::encoder::spliced_item_fingerprint`]).
 /// A key covers a run of items where the list cannot be cut between them
-/// (see `encode_chunks`); usually one item.
+/// (see [`cut_where`]); usually one item.
 #[derive(Default)]
 pub struct ItemTexts {
     texts: std::sync::Mutex<std::collections::HashMap<blake3::Hash, std::sync::Arc<str>>>,
@@ -220,7 +220,7 @@ impl std::fmt::Debug for ItemTexts {
 /// itself).
 fn encode_remembered(items: &[SplicedItem<'_>], texts: &ItemTexts) -> Option<String> {
     use std::sync::Arc;
-    if items.len() < PARALLEL_ENCODE_FROM {
+    if items.len() < PARALLEL_FROM {
         return None;
     }
     // One walk over each item gives both its key and whether the list may
@@ -261,7 +261,7 @@ fn encode_remembered(items: &[SplicedItem<'_>], texts: &ItemTexts) -> Option<Str
         .map(|(run, known)| {
             known.or_else(|| {
                 // Each run written as a list of its own, as a chunk is.
-                let text = encode_wrapped(run, None);
+                let text = encode_wrapped(run, None).concat();
                 text.strip_prefix(LIST_HEADER).map(Arc::from)
             })
         })
@@ -294,7 +294,7 @@ fn item_views<'i, E: Send>(
     clear: &[&str],
 ) -> Result<Vec<ItemView<'i>>, E> {
     let view = |item: &'i Node| values(item).map(|values| item_view(item, &values, clear));
-    let views: Vec<Result<ItemView<'i>, E>> = if items.len() < PARALLEL_ENCODE_FROM {
+    let views: Vec<Result<ItemView<'i>, E>> = if items.len() < PARALLEL_FROM {
         items.iter().map(view).collect()
     } else {
         items.par_iter().map(view).collect()
@@ -438,16 +438,16 @@ fn prepare_item(item: Node, clear: &[&str]) -> Node {
 }
 
 fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str]) -> String {
-    join_texts(encode_list_texts(items, function_config, clear))
+    encode_list_texts(items, function_config, clear).concat()
 }
 
-/// [`encode_list`] before [`join_texts`].
+/// [`encode_list`] in pieces (see [`encode_wrapped`]).
 fn encode_list_texts(
     items: Vec<Node>,
     function_config: Option<&Node>,
     clear: &[&str],
 ) -> Vec<String> {
-    let roots: Vec<Node> = if items.len() < PARALLEL_ENCODE_FROM {
+    let roots: Vec<Node> = if items.len() < PARALLEL_FROM {
         items
             .into_iter()
             .map(|item| prepare_item(item, clear))
@@ -458,7 +458,7 @@ fn encode_list_texts(
             .map(|item| prepare_item(item, clear))
             .collect()
     };
-    encode_item_texts(&as_spliced(&roots), function_config)
+    encode_wrapped(&as_spliced(&roots), function_config)
 }
 
 /// `roots` written as they are.
@@ -469,31 +469,17 @@ fn as_spliced(roots: &[Node]) -> Vec<SplicedItem<'_>> {
         .collect()
 }
 
-/// The list of `items` (roots), in chunks on rayon when it is long.
+/// The list of `items` (roots); the encoder writes a long one in chunks on
+/// rayon.
 fn encode_items(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> String {
-    join_texts(encode_item_texts(items, function_config))
+    encode_wrapped(items, function_config).concat()
 }
 
-/// [`encode_items`] before [`join_texts`]: one text, or one per chunk.
-fn encode_item_texts(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> Vec<String> {
-    if items.len() < PARALLEL_ENCODE_FROM {
-        return vec![encode_wrapped(items, function_config)];
-    }
-    encode_chunks(items, function_config, chunk_len(items.len()))
-}
-
-/// Lists at least this long are encoded in chunks on rayon (a DFS root's
-/// output or input: the whole tree).
-const PARALLEL_ENCODE_FROM: usize = 256;
-
-/// Items per chunk: a few chunks per thread, so uneven items even out.
-fn chunk_len(items: usize) -> usize {
-    const MIN_CHUNK: usize = 64;
-    MIN_CHUNK.max(items / (4 * rayon::current_num_threads()).max(1))
-}
-
-/// The wrapping ResourceList document of `items` (roots), encoded.
-fn encode_wrapped(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> String {
+/// The wrapping ResourceList document of `items` (roots), encoded, in the
+/// pieces the encoder wrote it in (one, or a few for a long list): a whole
+/// tree's list is written out piece by piece, not joined into one more
+/// copy of itself first.
+fn encode_wrapped(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> Vec<String> {
     let mut sequence = Node::new_sequence();
     sequence.tag = Cow::Borrowed("");
     let mut list = Node::new_mapping();
@@ -517,76 +503,22 @@ fn encode_wrapped(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> 
     }
     let document = Node::new_document(list);
     match document.root().get("items") {
-        Some(slot) => crate::yaml::to_string_spliced(&document, slot, items, SeqIndent::Compact),
-        None => String::new(),
+        Some(slot) => {
+            crate::yaml::encoder::to_pieces_spliced(&document, slot, items, SeqIndent::Compact)
+        }
+        None => Vec::new(),
     }
 }
 
 /// What every encoded ResourceList with items starts with.
 const LIST_HEADER: &str = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n";
 
-/// [`encode_wrapped`] with the items encoded in chunks, in parallel: each
-/// chunk is a whole list of its own, and [`join_texts`] joins the lists by
-/// dropping every header but the first. The emitter writes an item the
-/// same way whatever item comes next, except for comments it holds back
-/// past the item's end (a foot comment, and the blank line go-yaml puts
-/// after one) or writes before the "- " (a head comment on the item):
-/// chunks are cut only between items without either. The function config
-/// goes with the last chunk.
-fn encode_chunks(
-    items: &[SplicedItem<'_>],
-    function_config: Option<&Node>,
-    chunk_len: usize,
-) -> Vec<String> {
-    let chunks = cut(items, chunk_len);
-    let last = chunks.len() - 1;
-    chunks
-        .into_par_iter()
-        .enumerate()
-        .map(|(i, chunk)| encode_wrapped(chunk, function_config.filter(|_| i == last)))
-        .collect()
-}
-
-/// Lists written in chunks, joined into one (see [`list_pieces`]).
-fn join_texts(mut texts: Vec<String>) -> String {
-    if texts.len() == 1 {
-        return texts.pop().unwrap_or_default();
-    }
-    let mut joined = String::with_capacity(texts.iter().map(String::len).sum());
-    for piece in list_pieces(&texts) {
-        joined.push_str(piece);
-    }
-    joined
-}
-
-/// The pieces whose concatenation is the list written in chunks `texts`:
-/// every chunk but the first loses its list header.
-fn list_pieces(texts: &[String]) -> impl Iterator<Item = &str> {
-    texts.iter().enumerate().map(|(i, text)| {
-        // Every chunk has items, so every text starts with the header.
-        debug_assert!(text.starts_with(LIST_HEADER));
-        match text.strip_prefix(LIST_HEADER) {
-            Some(body) if i > 0 => body,
-            _ => text.as_str(),
-        }
-    })
-}
-
 /// `items` cut into runs of at least `chunk_len` items (but the last),
-/// only where the list can be cut (see [`encode_chunks`]).
-fn cut<'s, 'n>(items: &'s [SplicedItem<'n>], chunk_len: usize) -> Vec<&'s [SplicedItem<'n>]> {
-    // An edit only replaces a scalar by a copy with its comments or leaves
-    // an entry out, so the item's own comments tell where a cut is safe.
-    let cut_after: Vec<bool> = items
-        .par_iter()
-        .map(|item| !has_foot_comment(item.node))
-        .collect();
-    cut_where(items, chunk_len, &cut_after)
-}
-
-/// [`cut`] with whether a cut may follow each item already known (no foot
-/// comment written); a cut may also not precede an item with a head
-/// comment.
+/// only where the list can be cut: after an item that writes no foot
+/// comment (`cut_after`; the emitter holds such a comment, and the blank
+/// line go-yaml puts after one, past the item's end) and before one without
+/// a head comment (written before the "- "). Each run written as a list of
+/// its own then has the bytes it has in the whole list.
 fn cut_where<'s, 'n>(
     items: &'s [SplicedItem<'n>],
     chunk_len: usize,
@@ -605,10 +537,6 @@ fn cut_where<'s, 'n>(
     }
     chunks.push(&items[start..]);
     chunks
-}
-
-fn has_foot_comment(node: &Node) -> bool {
-    !node.foot_comment.is_empty() || node.content.iter().any(has_foot_comment)
 }
 
 /// The node kyaml writes for `item` in a function input's `items` (see
@@ -813,9 +741,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::{
-        ItemTexts, WireError, as_spliced, config_map_function_config, encode_chunks,
+        ItemTexts, WireError, as_spliced, config_map_function_config,
         encode_function_input, encode_list, encode_output_list_adjusted, encode_output_list_owned,
-        encode_output_list_remembered, encode_wrapped, join_texts, resource, set_annotation,
+        encode_output_list_remembered, encode_wrapped, resource, set_annotation,
         split_documents, wire_item,
     };
     use crate::yaml::node::{Node, NodeKind, Style, tag};
@@ -849,7 +777,7 @@ mod tests {
     }
 
     #[test]
-    fn lists_encoded_in_chunks_join_to_the_whole_list() {
+    fn lists_written_in_pieces_join_to_the_whole_list() {
         // Comments at item edges (kept whole), block scalars with kept
         // trailing lines, flow collections and anchors, then every
         // document of the fixtures.
@@ -866,13 +794,20 @@ mod tests {
         assert!(roots.len() > 300, "only {} documents", roots.len());
         let config =
             config_map_function_config(&BTreeMap::from([("k".to_owned(), "v".to_owned())]));
+        let pool = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+        };
+        let (one, two) = (pool(1), pool(2));
         for function_config in [None, Some(&config)] {
             let items = as_spliced(&roots);
-            let whole = encode_wrapped(&items, function_config);
-            for chunk_len in [1, 2, 7, 64] {
-                let chunked = join_texts(encode_chunks(&items, function_config, chunk_len));
-                assert_eq!(chunked, whole, "chunks of {chunk_len}");
-            }
+            let whole = one.install(|| encode_wrapped(&items, function_config));
+            assert_eq!(whole.len(), 1, "one thread writes one piece");
+            let pieces = two.install(|| encode_wrapped(&items, function_config));
+            assert!(pieces.len() > 1, "two threads write the list in chunks");
+            assert_eq!(pieces.concat(), whole.concat());
         }
     }
 
