@@ -243,7 +243,10 @@ fn stream_table() {
         (stream, items)
     };
     let (stream1, list1) = emits(&one);
-    assert!(stream1 == text, "the stream must be written back byte for byte");
+    assert!(
+        stream1 == text,
+        "the stream must be written back byte for byte"
+    );
     assert!(
         emits(&two) == (stream1, list1),
         "the two-thread emit must equal the sequential one"

@@ -741,10 +741,10 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::{
-        ItemTexts, WireError, as_spliced, config_map_function_config,
-        encode_function_input, encode_list, encode_output_list_adjusted, encode_output_list_owned,
-        encode_output_list_remembered, encode_wrapped, resource, set_annotation,
-        split_documents, wire_item,
+        ItemTexts, WireError, as_spliced, config_map_function_config, encode_function_input,
+        encode_list, encode_output_list_adjusted, encode_output_list_owned,
+        encode_output_list_remembered, encode_wrapped, resource, set_annotation, split_documents,
+        wire_item,
     };
     use crate::yaml::node::{Node, NodeKind, Style, tag};
 

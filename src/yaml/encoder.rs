@@ -988,7 +988,9 @@ mod tests {
         /// `node` with comments on some of its nodes, chosen by the bits of
         /// `seed` (the round-trip trees have none).
         fn with_comments(node: &mut Node, seed: &mut u64) {
-            *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let bits = *seed >> 40;
             if bits & 7 == 0 {
                 node.head_comment = "# head".into();

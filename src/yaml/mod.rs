@@ -27,9 +27,7 @@ pub mod scanner;
 pub mod split;
 
 pub use composer::parse_document;
-pub use encoder::{
-    Chunking, Edit, Encoder, SeqIndent, SplicedItem, to_string, to_string_spliced,
-};
+pub use encoder::{Chunking, Edit, Encoder, SeqIndent, SplicedItem, to_string, to_string_spliced};
 pub use error::YamlError;
 pub use node::{Node, NodeKind, Style};
 pub use split::{parse_documents, parse_documents_in_pieces};
