@@ -261,7 +261,7 @@ fn encode_remembered(items: &[SplicedItem<'_>], texts: &ItemTexts) -> Option<Str
         .map(|(run, known)| {
             known.or_else(|| {
                 // Each run written as a list of its own, as a chunk is.
-                let text = encode_wrapped(run, None).concat();
+                let text = join_pieces(encode_wrapped(run, None));
                 text.strip_prefix(LIST_HEADER).map(Arc::from)
             })
         })
@@ -438,7 +438,7 @@ fn prepare_item(item: Node, clear: &[&str]) -> Node {
 }
 
 fn encode_list(items: Vec<Node>, function_config: Option<&Node>, clear: &[&str]) -> String {
-    encode_list_texts(items, function_config, clear).concat()
+    join_pieces(encode_list_texts(items, function_config, clear))
 }
 
 /// [`encode_list`] in pieces (see [`encode_wrapped`]).
@@ -472,7 +472,16 @@ fn as_spliced(roots: &[Node]) -> Vec<SplicedItem<'_>> {
 /// The list of `items` (roots); the encoder writes a long one in chunks on
 /// rayon.
 fn encode_items(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> String {
-    encode_wrapped(items, function_config).concat()
+    join_pieces(encode_wrapped(items, function_config))
+}
+
+/// The pieces of [`encode_wrapped`] as one text; a list written in one
+/// piece (most are) is not copied.
+fn join_pieces(mut pieces: Vec<String>) -> String {
+    if pieces.len() == 1 {
+        return pieces.pop().unwrap_or_default();
+    }
+    pieces.concat()
 }
 
 /// The wrapping ResourceList document of `items` (roots), encoded, in the
