@@ -189,12 +189,23 @@ pub(crate) fn append_piece(out: &mut String, pieces: Option<&mut Vec<String>>, t
 #[derive(Clone)]
 pub(crate) struct Resume<'e>(Emitter<'e>);
 
+/// The emitter's state and indent stacks, empty, kept by an encoder from
+/// one document to the next so that a stream does not allocate them anew
+/// for every document.
+#[derive(Default)]
+pub(crate) struct Stacks {
+    states: Vec<State>,
+    indents: Vec<i64>,
+}
+
 impl<'o, 'e> DocumentEmitter<'o, 'e> {
-    /// Starts a document in the stream described by `stream`.
+    /// Starts a document in the stream described by `stream`, with the
+    /// (empty) stacks `stacks`.
     pub(crate) fn new(
         out: &'o mut String,
         stream: &StreamState,
         compact: bool,
+        stacks: Stacks,
     ) -> DocumentEmitter<'o, 'e> {
         DocumentEmitter {
             emitter: Emitter {
@@ -203,8 +214,8 @@ impl<'o, 'e> DocumentEmitter<'o, 'e> {
                 next: None,
                 state: State::DocumentStart,
                 first_document: !stream.started,
-                states: Vec::new(),
-                indents: Vec::new(),
+                states: stacks.states,
+                indents: stacks.indents,
                 indent: -1,
                 flow_level: 0,
                 root_context: false,
@@ -308,8 +319,9 @@ impl<'o, 'e> DocumentEmitter<'o, 'e> {
         }
     }
 
-    /// Writes the last event and records where the stream stands.
-    pub(crate) fn finish(mut self, stream: &mut StreamState) {
+    /// Writes the last event and records where the stream stands; returns
+    /// the stacks, emptied, for the next document.
+    pub(crate) fn finish(mut self, stream: &mut StreamState) -> Stacks {
         if let Some(last) = self.pending.take() {
             self.emitter.step(last, None);
         }
@@ -319,6 +331,13 @@ impl<'o, 'e> DocumentEmitter<'o, 'e> {
         stream.whitespace = emitter.whitespace;
         stream.indention = emitter.indention;
         stream.open_ended = emitter.open_ended;
+        let mut stacks = Stacks {
+            states: std::mem::take(&mut self.emitter.states),
+            indents: std::mem::take(&mut self.emitter.indents),
+        };
+        stacks.states.clear();
+        stacks.indents.clear();
+        stacks
     }
 }
 

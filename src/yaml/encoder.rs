@@ -13,7 +13,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::emitter::{
-    DocumentEmitter, Event, EventKind, Resume, ScalarStyle, StreamState, append_piece,
+    DocumentEmitter, Event, EventKind, Resume, ScalarStyle, Stacks, StreamState, append_piece,
 };
 use super::node::{Node, NodeKind, Style, tag};
 use super::resolve::resolve_plain;
@@ -102,6 +102,8 @@ pub struct Encoder<'a> {
     seq_indent: SeqIndent,
     stream: StreamState,
     chunking: Chunking,
+    /// The emitter's stacks, reused by every document.
+    stacks: Stacks,
 }
 
 impl<'a> Encoder<'a> {
@@ -113,6 +115,7 @@ impl<'a> Encoder<'a> {
             seq_indent: SeqIndent::Compact,
             stream: StreamState::default(),
             chunking: Chunking::Auto,
+            stacks: Stacks::default(),
         }
     }
 
@@ -176,6 +179,7 @@ impl<'a> Encoder<'a> {
                     seq_indent,
                     stream: if i == 0 { first } else { assumed },
                     chunking,
+                    stacks: Stacks::default(),
                 };
                 for document in &documents[range.clone()] {
                     encoder.encode(document);
@@ -222,7 +226,8 @@ impl<'a> Encoder<'a> {
 
     fn encode_spliced<'n>(&mut self, node: &'n Node, splice: Splice<'n>) {
         let compact = self.seq_indent == SeqIndent::Compact;
-        let mut events = DocumentEmitter::new(self.out, &self.stream, compact)
+        let stacks = std::mem::take(&mut self.stacks);
+        let mut events = DocumentEmitter::new(self.out, &self.stream, compact, stacks)
             .with_pieces(self.pieces.as_deref_mut());
         if node.kind == NodeKind::Document {
             let mut start = Event::new(EventKind::DocumentStart);
@@ -244,7 +249,7 @@ impl<'a> Encoder<'a> {
             push_node(&mut events, node, "", false, splice);
             events.push(Event::new(EventKind::DocumentEnd));
         }
-        events.finish(&mut self.stream);
+        self.stacks = events.finish(&mut self.stream);
     }
 }
 
@@ -327,11 +332,12 @@ pub(crate) fn to_pieces_spliced(
 ) -> Vec<String> {
     let mut out = String::new();
     let mut pieces = Vec::new();
-    let mut encoder = Encoder::new(&mut out);
-    encoder.pieces = Some(&mut pieces);
-    encoder.set_seq_indent(seq_indent);
-    encoder.encode_with_items(node, slot, items);
-    drop(encoder);
+    {
+        let mut encoder = Encoder::new(&mut out);
+        encoder.pieces = Some(&mut pieces);
+        encoder.set_seq_indent(seq_indent);
+        encoder.encode_with_items(node, slot, items);
+    }
     pieces.push(out);
     pieces
 }
