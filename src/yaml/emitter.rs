@@ -302,6 +302,14 @@ impl<'o, 'e> DocumentEmitter<'o, 'e> {
         }
     }
 
+    /// Makes room for `additional` more bytes of text (chunks about to be
+    /// appended), unless the text is taken in pieces.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        if self.pieces.is_none() {
+            self.emitter.out.reserve(additional);
+        }
+    }
+
     /// Appends `text`, what an emitter standing where this one stands
     /// wrote up to `end` (a chunk, see [`Resume`]), and stands at `end`.
     pub(crate) fn skip(&mut self, text: String, end: Resume<'e>) {

@@ -188,6 +188,10 @@ impl<'a> Encoder<'a> {
                 (text, end)
             })
             .collect();
+        if self.pieces.is_none() {
+            self.out
+                .reserve(chunks.iter().map(|(text, _)| text.len()).sum());
+        }
         for (i, (range, (text, end))) in ranges.into_iter().zip(chunks).enumerate() {
             if i == 0 || self.stream == assumed {
                 append_piece(self.out, self.pieces.as_deref_mut(), text);
@@ -619,6 +623,7 @@ fn push_items<'n, F>(
             (text, end)
         })
         .collect();
+    events.reserve(chunks.iter().map(|(text, _)| text.len()).sum());
     for (range, (text, end)) in ranges.into_iter().zip(chunks) {
         match end {
             Some(end) if events.stands_at(&start) => events.skip(text, end),
