@@ -22,15 +22,18 @@ pub const KPTFILE_NAME: &str = "Kptfile";
 /// Go's `string`.
 pub(crate) const STRING: GoType = GoType::Str("string");
 
-static TYPE_META: GoStruct = GoStruct {
+/// kyaml's `yaml.TypeMeta` (also in the catalog's Kptfile copies).
+pub(crate) static TYPE_META: GoStruct = GoStruct {
     name: "yaml.TypeMeta",
     fields: &[field!("apiVersion", STRING), field!("kind", STRING)],
 };
-static NAME_META: GoStruct = GoStruct {
+/// kyaml's `yaml.NameMeta`.
+pub(crate) static NAME_META: GoStruct = GoStruct {
     name: "yaml.NameMeta",
     fields: &[field!("name", STRING), field!("namespace", STRING)],
 };
-static OBJECT_META: GoStruct = GoStruct {
+/// kyaml's `yaml.ObjectMeta`.
+pub(crate) static OBJECT_META: GoStruct = GoStruct {
     name: "yaml.ObjectMeta",
     fields: &[
         inline_field!(&NAME_META),

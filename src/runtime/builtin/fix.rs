@@ -58,7 +58,7 @@ use crate::krm::resource::{LEGACY_PATH, clean_path, go_dir};
 use crate::pkg::gostruct::{
     self, GoField, GoStruct, GoType, GoValue, StructValue, field, inline_field,
 };
-use crate::pkg::kptfile::{GIT, GIT_LOCK, INVENTORY, STRING, UPSTREAM};
+use crate::pkg::kptfile::{GIT, GIT_LOCK, INVENTORY, OBJECT_META, STRING, TYPE_META, UPSTREAM};
 use crate::yaml::node::{Node, NodeKind, Style};
 use crate::yaml::{SeqIndent, parse_document, to_string};
 
@@ -73,22 +73,6 @@ const SUBSTITUTION_PREFIX: &str = "io.k8s.cli.substitutions.";
 const CLI_EXTENSION: &str = "x-k8s-cli";
 
 // kyaml v0.10's `yaml.ResourceMeta`, inlined in both Kptfile types.
-static TYPE_META: GoStruct = GoStruct {
-    name: "yaml.TypeMeta",
-    fields: &[field!("apiVersion", STRING), field!("kind", STRING)],
-};
-static NAME_META: GoStruct = GoStruct {
-    name: "yaml.NameMeta",
-    fields: &[field!("name", STRING), field!("namespace", STRING)],
-};
-static OBJECT_META: GoStruct = GoStruct {
-    name: "yaml.ObjectMeta",
-    fields: &[
-        inline_field!(&NAME_META),
-        field!("labels", GoType::StrMap),
-        field!("annotations", GoType::StrMap),
-    ],
-};
 static RESOURCE_META: GoStruct = GoStruct {
     name: "yaml.ResourceMeta",
     fields: &[
