@@ -32,7 +32,7 @@
 //! ambiguous reference), krender writes the items without kustomize's
 //! temporary build annotations, which the function would leave in.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::LazyLock;
 
 use super::sdk::{
@@ -1102,6 +1102,7 @@ fn fix_name_references(items: &mut [Node], states: &[State]) -> Result<(), Strin
             }
         }
     }
+    let mut split_paths: HashMap<&str, Vec<String>> = HashMap::new();
     for (index, item) in items.iter_mut().enumerate() {
         if filters[index].is_empty() {
             continue;
@@ -1117,19 +1118,14 @@ fn fix_name_references(items: &mut [Node], states: &[State]) -> Result<(), Strin
                 facts: &facts,
                 role_ref: role_ref.clone(),
             };
-            let field = FieldSpec {
-                group: facts[index].id.group.clone(),
-                version: facts[index].id.version.clone(),
-                kind: facts[index].id.kind.clone(),
-                path: path.to_owned(),
-                create: false,
-            };
-            filter_field(item, &field, false, &mut |node, _| filter.set(node)).map_err(
+            // `filter_field` with the referrer's own type, which always
+            // selects it: the walk alone, on the path split once.
+            let segments = split_paths.entry(path).or_insert_with(|| split_path(path));
+            walk(item, segments, false, &mut Vec::new(), &mut |node, _| filter.set(node)).map_err(
                 |error| {
+                    let id = facts[index].id.to_go_string();
                     format!(
-                        "updating name reference in '{}' field of '{}': {error}",
-                        path,
-                        facts[index].id.to_go_string()
+                        "updating name reference in '{path}' field of '{id}': considering field '{path}' of object {id}: {error}"
                     )
                 },
             )?;
