@@ -297,9 +297,11 @@ fn emit_stream(documents: &[Node]) -> String {
     out
 }
 
-/// A ResourceList document with an empty `items:` sequence.
+/// A ResourceList document whose `items:` is a block sequence (its one
+/// placeholder item is replaced): a flow `[]` would write the items in flow
+/// style, which is neither what a render writes nor chunked.
 fn list_wrapper() -> Node {
-    let text = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
+    let text = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- placeholder\n";
     parse_documents(text)
         .ok()
         .and_then(|mut documents| documents.pop())
