@@ -26,6 +26,7 @@ mod render_kptfile;
 mod source_sink;
 mod support;
 mod terminal;
+mod yaml_differential;
 mod yaml_emit_parallel;
 mod yaml_golden;
 mod yaml_golden_identity;

@@ -22,6 +22,8 @@ pub mod error;
 pub mod marshal;
 pub mod node;
 pub mod parser;
+#[cfg(any(test, feature = "reference-parser"))]
+pub mod reference;
 pub mod resolve;
 pub mod scanner;
 pub mod split;
