@@ -375,12 +375,19 @@ fn single_thread_table() {
     let emit_allocations = allocations(|| {
         black_box(emit(&documents_parsed));
     });
-    let serde_values: Vec<serde_yaml::Value> = {
+    let parse_allocations = allocations(|| {
+        black_box(parse_documents(black_box(&text)).ok());
+    });
+    let serde_parse = |text: &str| -> Vec<serde_yaml::Value> {
         use serde::Deserialize;
-        serde_yaml::Deserializer::from_str(&text)
+        serde_yaml::Deserializer::from_str(text)
             .map(|document| serde_yaml::Value::deserialize(document).expect("serde_yaml parses"))
             .collect()
     };
+    let serde_values = serde_parse(&text);
+    let serde_parse_only = measure(runs, || {
+        black_box(serde_parse(black_box(&text)));
+    });
     let serde_emit_only = measure(runs, || {
         for value in black_box(&serde_values) {
             black_box(serde_yaml::to_string(value).expect("serde_yaml writes"));
@@ -393,11 +400,13 @@ fn single_thread_table() {
          |----------------------------------------|----------:|-------:|--------------:|\n\
          | krender parse+emit (comments kept)     | {:9.1} | {:6.1} | {:12.2}x |\n\
          | serde_yaml Value + to_string (lossy)   | {:9.1} | {:6.1} | {:12.2}x |\n\
-         | krender parse only                     | {:9.1} | {:6.1} |               |\n\
+         | krender parse only                     | {:9.1} | {:6.1} | {:12.2}x |\n\
+         | serde_yaml parse only (to Value)       | {:9.1} | {:6.1} | {:12.2}x |\n\
          | krender emit only                      | {:9.1} | {:6.1} | {:12.2}x |\n\
          | serde_yaml emit only (to_string)       | {:9.1} | {:6.1} | {:12.2}x |\n\
          krender emit: {emit_allocations} allocations ({:.2} per document; the output \
-         buffer is presized)",
+         buffer is presized)\n\
+         krender parse: {parse_allocations} allocations ({:.1} per document)",
         ours.as_secs_f64() * 1000.0,
         rate(ours),
         rate(ours) / rate(theirs),
@@ -406,6 +415,10 @@ fn single_thread_table() {
         1.0,
         parse_only.as_secs_f64() * 1000.0,
         rate(parse_only),
+        rate(parse_only) / rate(serde_parse_only),
+        serde_parse_only.as_secs_f64() * 1000.0,
+        rate(serde_parse_only),
+        1.0,
         emit_only.as_secs_f64() * 1000.0,
         rate(emit_only),
         rate(emit_only) / rate(serde_emit_only),
@@ -413,5 +426,6 @@ fn single_thread_table() {
         rate(serde_emit_only),
         1.0,
         emit_allocations as f64 / documents as f64,
+        parse_allocations as f64 / documents as f64,
     );
 }
