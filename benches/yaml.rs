@@ -16,7 +16,8 @@
 //! on two (the encoder writes long lists in chunks), as a stream and as one
 //! ResourceList of its documents; it checks the results are equal.
 //!
-//! Run: `cargo bench --bench yaml` (set `KRENDER_BENCH_DOCS` to resize).
+//! Run: `cargo bench --bench yaml` (set `KRENDER_BENCH_DOCS` to resize;
+//! `KRENDER_BENCH_PARSE_ONLY=<runs>` only parses, for instruction counts).
 
 #![allow(clippy::print_stdout)]
 
@@ -191,6 +192,24 @@ fn measure(runs: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn main() {
+    // Parse only, `runs` times, with no table: for counting instructions
+    // (`valgrind --tool=callgrind`), which a busy machine does not skew.
+    if let Some(runs) = std::env::var("KRENDER_BENCH_PARSE_ONLY")
+        .ok()
+        .and_then(|runs| runs.parse::<usize>().ok())
+    {
+        let text = corpus(4000);
+        // `KRENDER_BENCH_PARSER=reference`: the frozen pre-rewrite parser.
+        let reference = std::env::var("KRENDER_BENCH_PARSER").is_ok_and(|p| p == "reference");
+        for _ in 0..runs {
+            if reference {
+                black_box(krender::yaml::reference::parse_documents(black_box(&text)).ok());
+            } else {
+                black_box(krender::yaml::parse_documents_in_pieces(black_box(&text), 1).ok());
+            }
+        }
+        return;
+    }
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()

@@ -6,6 +6,7 @@
 //! block scalars are `!!str`, a plain `<<` is `!!merge`, other plain scalars
 //! get [`resolve_plain`], and collections `!!seq` / `!!map`.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::error::{RawError, YamlError};
@@ -65,7 +66,7 @@ struct Frame {
 /// and the set of anchors seen so far (aliases must refer back to one).
 struct Composer<'a> {
     parser: Parser<'a>,
-    event: Option<Event>,
+    event: Option<Event<'a>>,
     anchors: HashSet<String>,
     started: bool,
     /// Finished children of the open collections (see [`Frame`]).
@@ -84,7 +85,7 @@ impl<'a> Composer<'a> {
         })
     }
 
-    fn peek(&mut self) -> Result<Option<&Event>, RawError> {
+    fn peek(&mut self) -> Result<Option<&Event<'a>>, RawError> {
         if self.event.is_none() {
             self.event = self.parser.next_event()?;
         }
@@ -96,7 +97,7 @@ impl<'a> Composer<'a> {
     }
 
     /// Takes the peeked event.
-    fn take(&mut self) -> Result<Event, RawError> {
+    fn take(&mut self) -> Result<Event<'a>, RawError> {
         self.peek()?;
         self.event.take().ok_or_else(|| {
             RawError::composer(
@@ -316,11 +317,12 @@ fn position(value: i64) -> u32 {
         .saturating_add(1)
 }
 
-fn new_node(kind: NodeKind, default_tag: &str, event: &mut Event) -> Node {
+fn new_node(kind: NodeKind, default_tag: &'static str, event: &mut Event<'_>) -> Node {
     let (tag, style) = if !event.tag.is_empty() && event.tag != "!" {
         (tag::intern(&short_tag(&event.tag)), Style::TAGGED)
     } else {
-        (tag::intern(default_tag), Style::PLAIN)
+        // The default tags are statics already (no search in `intern`).
+        (Cow::Borrowed(default_tag), Style::PLAIN)
     };
     Node {
         kind,

@@ -33,7 +33,7 @@ pub(crate) enum EventKind {
 /// One parser event. `tag` is the resolved full tag (`tag:yaml.org,2002:str`,
 /// `!foo`, or `!` for the non-specific tag), empty when none was written.
 #[derive(Clone, Debug)]
-pub(crate) struct Event {
+pub(crate) struct Event<'a> {
     pub(crate) kind: EventKind,
     pub(crate) start: Mark,
     /// End of the event's text; kept for diagnostics spans.
@@ -41,7 +41,8 @@ pub(crate) struct Event {
     pub(crate) end: Mark,
     pub(crate) anchor: String,
     pub(crate) tag: String,
-    pub(crate) value: String,
+    /// Scalar text, borrowed from the input where the token borrowed it.
+    pub(crate) value: Cow<'a, str>,
     pub(crate) scalar_style: ScalarStyle,
     /// For collections: written in flow style.
     pub(crate) flow: bool,
@@ -50,15 +51,15 @@ pub(crate) struct Event {
     pub(crate) foot_comment: String,
 }
 
-impl Event {
-    fn new(kind: EventKind, start: Mark, end: Mark) -> Event {
+impl<'a> Event<'a> {
+    fn new(kind: EventKind, start: Mark, end: Mark) -> Event<'a> {
         Event {
             kind,
             start,
             end,
             anchor: String::new(),
             tag: String::new(),
-            value: String::new(),
+            value: Cow::Borrowed(""),
             scalar_style: ScalarStyle::Plain,
             flow: false,
             head_comment: String::new(),
@@ -141,7 +142,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The next event, or `None` after the end of the stream.
-    pub(crate) fn next_event(&mut self) -> Result<Option<Event>, RawError> {
+    pub(crate) fn next_event(&mut self) -> Result<Option<Event<'a>>, RawError> {
         if let Some(error) = &self.error {
             return Err(error.clone());
         }
@@ -174,6 +175,10 @@ impl<'a> Parser<'a> {
     /// pending comment buffers.
     fn unfold_comments(&mut self, token: &Peeked) {
         let scanner = &mut self.scanner;
+        if scanner.comments_head == scanner.comments.len() {
+            // Nothing queued (most peeks).
+            return;
+        }
         while scanner.comments_head < scanner.comments.len()
             && token.start.index >= scanner.comments[scanner.comments_head].token_mark.index
         {
@@ -216,7 +221,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Scalar value/anchor/tag text of the peeked token (taken, not copied).
-    fn take_token_text(&mut self) -> Result<(String, String, ScalarStyle), RawError> {
+    fn take_token_text(&mut self) -> Result<(Cow<'a, str>, String, ScalarStyle), RawError> {
         let token = self.scanner.peek()?;
         Ok((
             std::mem::take(&mut token.value),
@@ -225,7 +230,7 @@ impl<'a> Parser<'a> {
         ))
     }
 
-    fn set_event_comments(&mut self, event: &mut Event) {
+    fn set_event_comments(&mut self, event: &mut Event<'a>) {
         event.head_comment = std::mem::take(&mut self.head_comment);
         event.line_comment = std::mem::take(&mut self.line_comment);
         event.foot_comment = std::mem::take(&mut self.foot_comment);
@@ -243,7 +248,7 @@ impl<'a> Parser<'a> {
 
     // ----- the grammar ------------------------------------------------------
 
-    fn state_machine(&mut self) -> Result<Event, RawError> {
+    fn state_machine(&mut self) -> Result<Event<'a>, RawError> {
         match self.state {
             State::StreamStart => self.parse_stream_start(),
             State::ImplicitDocumentStart => self.parse_document_start(true),
@@ -277,7 +282,7 @@ impl<'a> Parser<'a> {
         self.scanner.peek().map(|t| t.start).unwrap_or_default()
     }
 
-    fn parse_stream_start(&mut self) -> Result<Event, RawError> {
+    fn parse_stream_start(&mut self) -> Result<Event<'a>, RawError> {
         let token = self.peek()?;
         if token.kind != TokenKind::StreamStart {
             return Err(RawError::parser(
@@ -291,7 +296,7 @@ impl<'a> Parser<'a> {
         Ok(event)
     }
 
-    fn parse_document_start(&mut self, implicit: bool) -> Result<Event, RawError> {
+    fn parse_document_start(&mut self, implicit: bool) -> Result<Event<'a>, RawError> {
         let mut token = self.peek()?;
         if !implicit {
             while token.kind == TokenKind::DocumentEnd {
@@ -361,7 +366,7 @@ impl<'a> Parser<'a> {
         Ok(event)
     }
 
-    fn parse_document_content(&mut self) -> Result<Event, RawError> {
+    fn parse_document_content(&mut self) -> Result<Event<'a>, RawError> {
         let token = self.peek()?;
         if matches!(
             token.kind,
@@ -377,7 +382,7 @@ impl<'a> Parser<'a> {
         self.parse_node(true, false)
     }
 
-    fn parse_document_end(&mut self) -> Result<Event, RawError> {
+    fn parse_document_end(&mut self) -> Result<Event<'a>, RawError> {
         let token = self.peek()?;
         let start = token.start;
         let mut end = token.start;
@@ -395,14 +400,14 @@ impl<'a> Parser<'a> {
         Ok(event)
     }
 
-    fn parse_node(&mut self, block: bool, indentless_sequence: bool) -> Result<Event, RawError> {
+    fn parse_node(&mut self, block: bool, indentless_sequence: bool) -> Result<Event<'a>, RawError> {
         let mut token = self.peek()?;
 
         if token.kind == TokenKind::Alias {
             self.state = self.pop_state();
             let (name, _, _) = self.take_token_text()?;
             let mut event = Event::new(EventKind::Alias, token.start, token.end);
-            event.anchor = name;
+            event.anchor = name.into_owned();
             self.set_event_comments(&mut event);
             self.skip_token();
             return Ok(event);
@@ -418,7 +423,7 @@ impl<'a> Parser<'a> {
 
         if token.kind == TokenKind::Anchor {
             let (name, _, _) = self.take_token_text()?;
-            anchor = name;
+            anchor = name.into_owned();
             start = token.start;
             end = token.end;
             self.skip_token();
@@ -426,7 +431,7 @@ impl<'a> Parser<'a> {
             if token.kind == TokenKind::Tag {
                 let (handle, suffix, _) = self.take_token_text()?;
                 has_tag = true;
-                tag_handle = handle;
+                tag_handle = handle.into_owned();
                 tag_suffix = suffix;
                 tag_mark = token.start;
                 end = token.end;
@@ -436,7 +441,7 @@ impl<'a> Parser<'a> {
         } else if token.kind == TokenKind::Tag {
             let (handle, suffix, _) = self.take_token_text()?;
             has_tag = true;
-            tag_handle = handle;
+            tag_handle = handle.into_owned();
             tag_suffix = suffix;
             start = token.start;
             tag_mark = token.start;
@@ -445,7 +450,7 @@ impl<'a> Parser<'a> {
             token = self.peek()?;
             if token.kind == TokenKind::Anchor {
                 let (name, _, _) = self.take_token_text()?;
-                anchor = name;
+                anchor = name.into_owned();
                 end = token.end;
                 self.skip_token();
                 token = self.peek()?;
@@ -553,7 +558,7 @@ impl<'a> Parser<'a> {
         ))
     }
 
-    fn parse_block_sequence_entry(&mut self, first: bool) -> Result<Event, RawError> {
+    fn parse_block_sequence_entry(&mut self, first: bool) -> Result<Event<'a>, RawError> {
         if first {
             let token = self.peek()?;
             self.marks.push(token.start);
@@ -588,7 +593,7 @@ impl<'a> Parser<'a> {
         ))
     }
 
-    fn parse_indentless_sequence_entry(&mut self) -> Result<Event, RawError> {
+    fn parse_indentless_sequence_entry(&mut self) -> Result<Event<'a>, RawError> {
         let mut token = self.peek()?;
         if token.kind == TokenKind::BlockEntry {
             let mark = token.end;
@@ -636,7 +641,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn parse_block_mapping_key(&mut self, first: bool) -> Result<Event, RawError> {
+    fn parse_block_mapping_key(&mut self, first: bool) -> Result<Event<'a>, RawError> {
         if first {
             let token = self.peek()?;
             self.marks.push(token.start);
@@ -682,7 +687,7 @@ impl<'a> Parser<'a> {
         ))
     }
 
-    fn parse_block_mapping_value(&mut self) -> Result<Event, RawError> {
+    fn parse_block_mapping_value(&mut self) -> Result<Event<'a>, RawError> {
         let mut token = self.peek()?;
         if token.kind == TokenKind::Value {
             let mark = token.end;
@@ -702,7 +707,7 @@ impl<'a> Parser<'a> {
         Ok(empty_scalar(token.start))
     }
 
-    fn parse_flow_sequence_entry(&mut self, first: bool) -> Result<Event, RawError> {
+    fn parse_flow_sequence_entry(&mut self, first: bool) -> Result<Event<'a>, RawError> {
         if first {
             let token = self.peek()?;
             self.marks.push(token.start);
@@ -742,7 +747,7 @@ impl<'a> Parser<'a> {
         Ok(event)
     }
 
-    fn parse_flow_sequence_entry_mapping_key(&mut self) -> Result<Event, RawError> {
+    fn parse_flow_sequence_entry_mapping_key(&mut self) -> Result<Event<'a>, RawError> {
         let token = self.peek()?;
         if !matches!(
             token.kind,
@@ -757,7 +762,7 @@ impl<'a> Parser<'a> {
         Ok(empty_scalar(mark))
     }
 
-    fn parse_flow_sequence_entry_mapping_value(&mut self) -> Result<Event, RawError> {
+    fn parse_flow_sequence_entry_mapping_value(&mut self) -> Result<Event<'a>, RawError> {
         let mut token = self.peek()?;
         if token.kind == TokenKind::Value {
             self.skip_token();
@@ -771,13 +776,13 @@ impl<'a> Parser<'a> {
         Ok(empty_scalar(token.start))
     }
 
-    fn parse_flow_sequence_entry_mapping_end(&mut self) -> Result<Event, RawError> {
+    fn parse_flow_sequence_entry_mapping_end(&mut self) -> Result<Event<'a>, RawError> {
         let token = self.peek()?;
         self.state = State::FlowSequenceEntry;
         Ok(Event::new(EventKind::MappingEnd, token.start, token.start))
     }
 
-    fn parse_flow_mapping_key(&mut self, first: bool) -> Result<Event, RawError> {
+    fn parse_flow_mapping_key(&mut self, first: bool) -> Result<Event<'a>, RawError> {
         if first {
             let token = self.peek()?;
             self.marks.push(token.start);
@@ -823,7 +828,7 @@ impl<'a> Parser<'a> {
         Ok(event)
     }
 
-    fn parse_flow_mapping_value(&mut self, empty: bool) -> Result<Event, RawError> {
+    fn parse_flow_mapping_value(&mut self, empty: bool) -> Result<Event<'a>, RawError> {
         let mut token = self.peek()?;
         if empty {
             self.state = State::FlowMappingKey;
@@ -872,7 +877,7 @@ impl<'a> Parser<'a> {
                     ));
                 }
                 self.tag_directives
-                    .push((Cow::Owned(handle), Cow::Owned(prefix)));
+                    .push((Cow::Owned(handle.into_owned()), Cow::Owned(prefix)));
             }
             self.skip_token();
             token = self.peek()?;
@@ -888,6 +893,6 @@ impl<'a> Parser<'a> {
 }
 
 /// An empty plain scalar (a missing node), without comments.
-fn empty_scalar(mark: Mark) -> Event {
+fn empty_scalar<'a>(mark: Mark) -> Event<'a> {
     Event::new(EventKind::Scalar, mark, mark)
 }

@@ -14,6 +14,8 @@
 //! the byte `offset` for diagnostics. The input is a `&str`; scanning never
 //! panics: reads past the end see NUL, as libyaml's padded buffer does.
 
+use std::borrow::Cow;
+
 use super::error::RawError;
 
 /// A position in the input: go-yaml's 0-based character index, line and
@@ -67,26 +69,28 @@ pub(crate) enum ScalarStyle {
 }
 
 /// One token. `value` holds the scalar text, anchor/alias name, tag handle
-/// or directive handle; `suffix` the tag suffix or directive prefix.
+/// or directive handle; `suffix` the tag suffix or directive prefix. A
+/// scalar's text is borrowed from the input where it is a slice of it (a
+/// plain scalar on one line), so most scalars cost no allocation here.
 #[derive(Clone, Debug)]
-pub(crate) struct Token {
+pub(crate) struct Token<'a> {
     pub(crate) kind: TokenKind,
     pub(crate) start: Mark,
     pub(crate) end: Mark,
-    pub(crate) value: String,
+    pub(crate) value: Cow<'a, str>,
     pub(crate) suffix: String,
     pub(crate) style: ScalarStyle,
     pub(crate) major: i8,
     pub(crate) minor: i8,
 }
 
-impl Token {
-    fn new(kind: TokenKind, start: Mark, end: Mark) -> Token {
+impl<'a> Token<'a> {
+    fn new(kind: TokenKind, start: Mark, end: Mark) -> Token<'a> {
         Token {
             kind,
             start,
             end,
-            value: String::new(),
+            value: Cow::Borrowed(""),
             suffix: String::new(),
             style: ScalarStyle::Plain,
             major: 0,
@@ -178,7 +182,7 @@ pub(crate) struct Scanner<'a> {
     /// The token queue. Consumed tokens before `head` are kept for a while
     /// because go-yaml's comment logic looks at the last two queued tokens
     /// whether or not the parser has consumed them.
-    tokens: Vec<Token>,
+    tokens: Vec<Token<'a>>,
     head: usize,
     /// Number of tokens consumed by the parser so far.
     pub(crate) tokens_parsed: usize,
@@ -344,6 +348,15 @@ impl<'a> Scanner<'a> {
         self.mark.offset = self.pos.min(self.buf.len());
     }
 
+    /// Skips `n` spaces or tabs at once (what `n` calls of `skip` do on
+    /// them: blanks leave `newlines` alone).
+    fn skip_blanks(&mut self, n: usize) {
+        self.mark.index += n as i64;
+        self.mark.column += n as i64;
+        self.pos += n;
+        self.mark.offset = self.pos.min(self.buf.len());
+    }
+
     fn skip_line(&mut self) {
         if self.at(0) == b'\r' && self.at(1) == b'\n' {
             self.mark.index += 2;
@@ -433,7 +446,10 @@ impl<'a> Scanner<'a> {
     // ----- token queue (shared with the parser) --------------------------
 
     /// The next unconsumed token, scanning more input as needed.
-    pub(crate) fn peek(&mut self) -> Result<&mut Token, RawError> {
+    // Inlined: the parser peeks four times a token, and all but the first
+    // find the token there; only scanning goes through the big function.
+    #[inline]
+    pub(crate) fn peek(&mut self) -> Result<&mut Token<'a>, RawError> {
         if !self.token_available {
             self.fetch_more_tokens()?;
         }
@@ -467,7 +483,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn insert_token(&mut self, pos: Option<usize>, token: Token) {
+    fn insert_token(&mut self, pos: Option<usize>, token: Token<'a>) {
         match pos {
             None => self.tokens.push(token),
             Some(pos) => {
@@ -481,6 +497,7 @@ impl<'a> Scanner<'a> {
         self.tokens_parsed + (self.tokens.len() - self.head)
     }
 
+    #[inline(never)]
     fn fetch_more_tokens(&mut self) -> Result<(), RawError> {
         if let Some(error) = &self.error {
             return Err(error.clone());
@@ -928,11 +945,15 @@ impl<'a> Scanner<'a> {
             }
             // Tabs are allowed in flow context and after the start of a line
             // where no simple key may start.
-            while self.at(0) == b' '
-                || ((self.flow_level > 0 || !self.simple_key_allowed) && self.at(0) == b'\t')
-            {
-                self.skip();
-            }
+            let tabs = self.flow_level > 0 || !self.simple_key_allowed;
+            let blanks = self
+                .buf
+                .get(self.pos..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|&&b| b == b' ' || (tabs && b == b'\t'))
+                .count();
+            self.skip_blanks(blanks);
 
             // A line comment right after a lone '-' that starts a sequence
             // is really the head of the entry's content:
@@ -1186,7 +1207,7 @@ impl<'a> Scanner<'a> {
 
     // ----- directives ---------------------------------------------------------
 
-    fn scan_directive(&mut self) -> Result<Token, RawError> {
+    fn scan_directive(&mut self) -> Result<Token<'a>, RawError> {
         let start = self.mark;
         self.skip();
         let name = self.scan_directive_name(start)?;
@@ -1199,7 +1220,7 @@ impl<'a> Scanner<'a> {
         } else if name == "TAG" {
             let (handle, prefix) = self.scan_tag_directive_value(start)?;
             token = Token::new(TokenKind::TagDirective, start, self.mark);
-            token.value = handle;
+            token.value = Cow::Owned(handle);
             token.suffix = prefix;
         } else {
             return Err(self.set_error(start, "found unknown directive name"));
@@ -1286,7 +1307,7 @@ impl<'a> Scanner<'a> {
 
     // ----- anchors and tags -------------------------------------------------
 
-    fn scan_anchor(&mut self, kind: TokenKind) -> Result<Token, RawError> {
+    fn scan_anchor(&mut self, kind: TokenKind) -> Result<Token<'a>, RawError> {
         let start = self.mark;
         self.skip();
         let name_start = self.pos;
@@ -1304,11 +1325,11 @@ impl<'a> Scanner<'a> {
             return Err(self.set_error(start, problem));
         }
         let mut token = Token::new(kind, start, end);
-        token.value = name;
+        token.value = Cow::Owned(name);
         Ok(token)
     }
 
-    fn scan_tag(&mut self) -> Result<Token, RawError> {
+    fn scan_tag(&mut self) -> Result<Token<'a>, RawError> {
         let start = self.mark;
         let handle;
         let suffix;
@@ -1342,7 +1363,7 @@ impl<'a> Scanner<'a> {
             return Err(self.set_error(start, "did not find expected whitespace or line break"));
         }
         let mut token = Token::new(TokenKind::Tag, start, self.mark);
-        token.value = handle;
+        token.value = Cow::Owned(handle);
         token.suffix = suffix;
         Ok(token)
     }
@@ -1459,7 +1480,7 @@ impl<'a> Scanner<'a> {
 
     // ----- scalars -----------------------------------------------------------
 
-    fn scan_block_scalar(&mut self, literal: bool) -> Result<Token, RawError> {
+    fn scan_block_scalar(&mut self, literal: bool) -> Result<Token<'a>, RawError> {
         let start = self.mark;
         self.skip();
 
@@ -1569,7 +1590,7 @@ impl<'a> Scanner<'a> {
         }
 
         let mut token = Token::new(TokenKind::Scalar, start, end);
-        token.value = s;
+        token.value = Cow::Owned(s);
         token.style = if literal {
             ScalarStyle::Literal
         } else {
@@ -1616,14 +1637,16 @@ impl<'a> Scanner<'a> {
         Ok(())
     }
 
-    fn scan_flow_scalar(&mut self, single: bool) -> Result<Token, RawError> {
+    fn scan_flow_scalar(&mut self, single: bool) -> Result<Token<'a>, RawError> {
         let start = self.mark;
         self.skip();
 
-        let mut s = String::new();
+        let mut s = SourceText::new(self.src);
         let mut leading_break = String::new();
         let mut trailing_breaks = String::new();
         let mut whitespaces = String::new();
+        // Where `whitespaces` starts in the input.
+        let mut whitespaces_at = 0;
         loop {
             if self.mark.column == 0
                 && ((self.at(0) == b'-' && self.at(1) == b'-' && self.at(2) == b'-')
@@ -1640,7 +1663,7 @@ impl<'a> Scanner<'a> {
             while !self.is_blankz_at(0) {
                 let c = self.at(0);
                 if single && c == b'\'' && self.at(1) == b'\'' {
-                    s.push('\'');
+                    s.push_str("'");
                     self.skip();
                     self.skip();
                 } else if (single && c == b'\'') || (!single && c == b'"') {
@@ -1654,23 +1677,23 @@ impl<'a> Scanner<'a> {
                 } else if !single && c == b'\\' {
                     let mut code_length = 0usize;
                     match self.at(1) {
-                        b'0' => s.push('\0'),
-                        b'a' => s.push('\x07'),
-                        b'b' => s.push('\x08'),
-                        b't' | b'\t' => s.push('\t'),
-                        b'n' => s.push('\n'),
-                        b'v' => s.push('\x0B'),
-                        b'f' => s.push('\x0C'),
-                        b'r' => s.push('\r'),
-                        b'e' => s.push('\x1B'),
-                        b' ' => s.push(' '),
-                        b'"' => s.push('"'),
-                        b'\'' => s.push('\''),
-                        b'\\' => s.push('\\'),
-                        b'N' => s.push('\u{85}'),
-                        b'_' => s.push('\u{A0}'),
-                        b'L' => s.push('\u{2028}'),
-                        b'P' => s.push('\u{2029}'),
+                        b'0' => s.push_char('\0'),
+                        b'a' => s.push_char('\x07'),
+                        b'b' => s.push_char('\x08'),
+                        b't' | b'\t' => s.push_char('\t'),
+                        b'n' => s.push_char('\n'),
+                        b'v' => s.push_char('\x0B'),
+                        b'f' => s.push_char('\x0C'),
+                        b'r' => s.push_char('\r'),
+                        b'e' => s.push_char('\x1B'),
+                        b' ' => s.push_char(' '),
+                        b'"' => s.push_char('"'),
+                        b'\'' => s.push_char('\''),
+                        b'\\' => s.push_char('\\'),
+                        b'N' => s.push_char('\u{85}'),
+                        b'_' => s.push_char('\u{A0}'),
+                        b'L' => s.push_char('\u{2028}'),
+                        b'P' => s.push_char('\u{2029}'),
                         b'x' => code_length = 2,
                         b'u' => code_length = 4,
                         b'U' => code_length = 8,
@@ -1691,7 +1714,7 @@ impl<'a> Scanner<'a> {
                         }
                         let ch = u32::try_from(value).ok().and_then(char::from_u32);
                         match ch {
-                            Some(ch) => s.push(ch),
+                            Some(ch) => s.push_char(ch),
                             None => {
                                 let problem = "found invalid Unicode character escape code";
                                 return Err(self.set_error(start, problem));
@@ -1702,7 +1725,9 @@ impl<'a> Scanner<'a> {
                         }
                     }
                 } else {
-                    self.read(&mut s);
+                    let from = self.pos;
+                    self.skip();
+                    s.push_source(from, self.pos);
                 }
             }
 
@@ -1719,6 +1744,9 @@ impl<'a> Scanner<'a> {
                     if leading_blanks {
                         self.skip();
                     } else {
+                        if whitespaces.is_empty() {
+                            whitespaces_at = self.pos;
+                        }
                         self.read(&mut whitespaces);
                     }
                 } else if !leading_blanks {
@@ -1733,7 +1761,7 @@ impl<'a> Scanner<'a> {
             if leading_blanks {
                 if leading_break.starts_with('\n') {
                     if trailing_breaks.is_empty() {
-                        s.push(' ');
+                        s.push_str(" ");
                     } else {
                         s.push_str(&trailing_breaks);
                     }
@@ -1744,7 +1772,8 @@ impl<'a> Scanner<'a> {
                 trailing_breaks.clear();
                 leading_break.clear();
             } else {
-                s.push_str(&whitespaces);
+                // The blanks were read from the input just before here.
+                s.push_source(whitespaces_at, whitespaces_at + whitespaces.len());
                 whitespaces.clear();
             }
         }
@@ -1752,7 +1781,7 @@ impl<'a> Scanner<'a> {
         self.skip();
         let end = self.mark;
         let mut token = Token::new(TokenKind::Scalar, start, end);
-        token.value = s;
+        token.value = s.into_cow();
         token.style = if single {
             ScalarStyle::SingleQuoted
         } else {
@@ -1761,11 +1790,13 @@ impl<'a> Scanner<'a> {
         Ok(token)
     }
 
-    fn scan_plain_scalar(&mut self) -> Result<Token, RawError> {
-        let mut s = String::new();
+    fn scan_plain_scalar(&mut self) -> Result<Token<'a>, RawError> {
+        let mut s = SourceText::new(self.src);
         let mut leading_break = String::new();
         let mut trailing_breaks = String::new();
         let mut whitespaces = String::new();
+        // Where `whitespaces` starts in the input.
+        let mut whitespaces_at = 0;
         let mut leading_blanks = false;
         let indent = self.indent + 1;
 
@@ -1795,7 +1826,7 @@ impl<'a> Scanner<'a> {
                     if leading_blanks {
                         if leading_break.starts_with('\n') {
                             if trailing_breaks.is_empty() {
-                                s.push(' ');
+                                s.push_str(" ");
                             } else {
                                 s.push_str(&trailing_breaks);
                             }
@@ -1807,7 +1838,8 @@ impl<'a> Scanner<'a> {
                         leading_break.clear();
                         leading_blanks = false;
                     } else {
-                        s.push_str(&whitespaces);
+                        // The blanks were read from the input just before here.
+                        s.push_source(whitespaces_at, whitespaces_at + whitespaces.len());
                         whitespaces.clear();
                     }
                 }
@@ -1825,15 +1857,13 @@ impl<'a> Scanner<'a> {
                                 && matches!(b, b',' | b'?' | b'[' | b']' | b'{' | b'}'))
                     })
                     .count();
+                let from = self.pos;
                 if c < 0x80 && run > 0 {
-                    let start = self.pos;
-                    self.advance_to(start + 1 + run);
-                    if let Some(text) = self.src.get(start..self.pos) {
-                        s.push_str(text);
-                    }
+                    self.advance_to(from + 1 + run);
                 } else {
-                    self.read(&mut s);
+                    self.skip();
                 }
+                s.push_source(from, self.pos);
                 end = self.mark;
             }
 
@@ -1850,6 +1880,9 @@ impl<'a> Scanner<'a> {
                     if leading_blanks {
                         self.skip();
                     } else {
+                        if whitespaces.is_empty() {
+                            whitespaces_at = self.pos;
+                        }
                         self.read(&mut whitespaces);
                     }
                 } else if !leading_blanks {
@@ -1867,12 +1900,76 @@ impl<'a> Scanner<'a> {
         }
 
         let mut token = Token::new(TokenKind::Scalar, start, end);
-        token.value = s;
+        token.value = s.into_cow();
         token.style = ScalarStyle::Plain;
         if leading_blanks {
             self.simple_key_allowed = true;
         }
         Ok(token)
+    }
+}
+
+/// A scalar's text as it is scanned: a slice of the input while every
+/// piece appended is the input right after the previous one (a plain
+/// scalar on one line), an owned copy from the first piece that is not
+/// (folded line breaks).
+struct SourceText<'a> {
+    src: &'a str,
+    start: usize,
+    end: usize,
+    owned: Option<String>,
+}
+
+impl<'a> SourceText<'a> {
+    fn new(src: &'a str) -> SourceText<'a> {
+        SourceText {
+            src,
+            start: 0,
+            end: 0,
+            owned: None,
+        }
+    }
+
+    /// Appends the input's bytes `from..to` (nothing if that is not a
+    /// slice of it).
+    fn push_source(&mut self, from: usize, to: usize) {
+        let Some(text) = self.src.get(from..to) else {
+            return;
+        };
+        if self.owned.is_none() {
+            if self.start == self.end {
+                (self.start, self.end) = (from, to);
+                return;
+            }
+            if from == self.end {
+                self.end = to;
+                return;
+            }
+        }
+        self.owned().push_str(text);
+    }
+
+    /// Appends text that is not the input's next bytes.
+    fn push_str(&mut self, text: &str) {
+        self.owned().push_str(text);
+    }
+
+    /// Appends a character that is not the input's next bytes (an escape).
+    fn push_char(&mut self, c: char) {
+        self.owned().push(c);
+    }
+
+    fn owned(&mut self) -> &mut String {
+        let (src, start, end) = (self.src, self.start, self.end);
+        self.owned
+            .get_or_insert_with(|| src.get(start..end).unwrap_or_default().to_owned())
+    }
+
+    fn into_cow(self) -> Cow<'a, str> {
+        match self.owned {
+            Some(owned) => Cow::Owned(owned),
+            None => Cow::Borrowed(self.src.get(self.start..self.end).unwrap_or_default()),
+        }
     }
 }
 
