@@ -380,6 +380,11 @@ fn single_thread_table() {
     let parse_only = measure(runs, || {
         black_box(parse_documents(black_box(&text)).ok());
     });
+    // The parser as it was before its speed work (the differential tests'
+    // reference): the before of the parse row, measured in the same run.
+    let reference_parse = measure(runs, || {
+        black_box(krender::yaml::reference::parse_documents(black_box(&text)).ok());
+    });
     let emit = |documents: &[Node]| {
         let mut out = String::with_capacity(text.len());
         let mut encoder = Encoder::new(&mut out);
@@ -421,6 +426,7 @@ fn single_thread_table() {
          | serde_yaml Value + to_string (lossy)   | {:9.1} | {:6.1} | {:12.2}x |\n\
          | krender parse only                     | {:9.1} | {:6.1} | {:12.2}x |\n\
          | serde_yaml parse only (to Value)       | {:9.1} | {:6.1} | {:12.2}x |\n\
+         | krender parse, reference (before)      | {:9.1} | {:6.1} | {:12.2}x |\n\
          | krender emit only                      | {:9.1} | {:6.1} | {:12.2}x |\n\
          | serde_yaml emit only (to_string)       | {:9.1} | {:6.1} | {:12.2}x |\n\
          krender emit: {emit_allocations} allocations ({:.2} per document; the output \
@@ -438,6 +444,9 @@ fn single_thread_table() {
         serde_parse_only.as_secs_f64() * 1000.0,
         rate(serde_parse_only),
         1.0,
+        reference_parse.as_secs_f64() * 1000.0,
+        rate(reference_parse),
+        rate(reference_parse) / rate(serde_parse_only),
         emit_only.as_secs_f64() * 1000.0,
         rate(emit_only),
         rate(emit_only) / rate(serde_emit_only),
