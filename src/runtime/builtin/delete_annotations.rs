@@ -31,9 +31,7 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
     if keys.is_empty() {
         let message =
             format!("{KEYS} was not provided as part of the config or paramters to the function");
-        let mut outcome = Outcome::sdk_failure(input, vec![FnResult::error(message.clone())]);
-        outcome.stderr = format!("failed to evaluate function: {message}");
-        return outcome;
+        return Outcome::sdk_error(input, vec![FnResult::error(message.clone())], &message);
     }
     let keys: Vec<&str> = keys.trim().split(',').collect();
     let mut input = input;

@@ -28,6 +28,7 @@ pub(crate) mod generate_folders;
 pub(crate) mod generate_kpt_pkg_docs;
 pub(crate) mod jsonschema;
 pub(crate) mod jsyaml;
+pub(crate) mod kube_object;
 pub(crate) mod kubeconform;
 pub(crate) mod kubeval;
 pub(crate) mod list_setters;

@@ -302,6 +302,16 @@ impl Outcome {
         }
     }
 
+    /// A family-K processor error (`Process` returned an error): the
+    /// output is still written, stderr is `failed to evaluate function:
+    /// <message>` and the exit code is 1.
+    pub(crate) fn sdk_error(input: ResourceList, results: Vec<FnResult>, message: &str) -> Outcome {
+        Outcome {
+            stderr: format!("failed to evaluate function: {message}"),
+            ..Outcome::sdk_failure(input, results)
+        }
+    }
+
     /// A kyaml-framework outcome: items keep their order.
     pub(crate) fn kyaml(input: ResourceList, results: Vec<FnResult>) -> Outcome {
         Outcome {

@@ -19,6 +19,10 @@
 //! `failed to evaluate function: error: function failure`); edits made
 //! before it stay in the output.
 
+use super::kube_object::{
+    annotation, go_string, group_version, is_gvk, is_local_config, is_resource_group,
+    package_context, set_nested_string, unmatched_field,
+};
 use super::sdk::{self, FnResult, Outcome, ResourceList};
 use crate::yaml::node::{Node, NodeKind, tag};
 
@@ -28,10 +32,7 @@ const CONFIG_CONNECTOR_CONTEXT: (&str, &str) = (
     "core.cnrm.cloud.google.com/v1beta1",
     "ConfigConnectorContext",
 );
-const RESOURCE_GROUP: (&str, &str) = ("kpt.dev/v1alpha1", "ResourceGroup");
 const PROJECT_ID_ANNOTATION: &str = "cnrm.cloud.google.com/project-id";
-const PACKAGE_CONTEXT_NAME: &str = "kptfile.kpt.dev";
-const PARENT_PATH_ANNOTATION: &str = "config.kubernetes.io/parent-path";
 const SERVICE_ACCOUNT_DOMAIN: &str = ".iam.gserviceaccount.com";
 /// The runner's Go type name: the kind of its own config.
 const RUNNER: &str = "SetGCPProject";
@@ -157,7 +158,7 @@ fn transform(items: &mut [Node], project_id: String) -> Result<(), String> {
     };
     let parent_path = package_context(items)?.parent_path;
     for item in items.iter_mut() {
-        if is_local_config(item) || is_gvk(item, RESOURCE_GROUP) {
+        if is_local_config(item) || is_resource_group(item) {
             continue;
         }
         let name = go_string(item.get_path(&["metadata", "name"]));
@@ -203,41 +204,6 @@ fn transform(items: &mut [Node], project_id: String) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The package context object (`pkg/kpt.FindPackageContext`).
-struct PackageContext {
-    parent_path: String,
-}
-
-fn package_context(items: &[Node]) -> Result<PackageContext, String> {
-    let matches: Vec<&Node> = items
-        .iter()
-        .filter(|item| {
-            is_local_config(item)
-                && go_string(item.get_path(&["metadata", "name"])) == PACKAGE_CONTEXT_NAME
-        })
-        .collect();
-    let context = match matches[..] {
-        [] => return Err("unable to find package context object".to_owned()),
-        [context] => context,
-        _ => return Err("found multiple matches for package-context object".to_owned()),
-    };
-    let name = match nested_string(context, &["data", "name"]) {
-        Ok(name) => name,
-        Err(()) => {
-            return Err(format!(
-                "error getting data.name from package context object: {}",
-                unmatched_field(context, ".data.name", "string")
-            ));
-        }
-    };
-    if name.is_empty() {
-        return Err("package name (data.name) not set in package context object".to_owned());
-    }
-    Ok(PackageContext {
-        parent_path: annotation(context, PARENT_PATH_ANNOTATION),
-    })
 }
 
 /// `SetGCPProject.GenerateProjectID`: the id from the package's one Project.
@@ -307,146 +273,6 @@ fn truncate_bytes(text: &str, max: usize) -> String {
         end -= 1;
     }
     text[..end].to_owned()
-}
-
-/// True when apiVersion and kind are exactly these (the SDK's
-/// `IsGroupVersionKind` on a parsed group/version).
-fn is_gvk(item: &Node, (api_version, kind): (&str, &str)) -> bool {
-    go_string(item.get("apiVersion")) == api_version && go_string(item.get("kind")) == kind
-}
-
-/// The SDK's `IsLocalConfig`: the annotation is set to anything but `false`.
-fn is_local_config(item: &Node) -> bool {
-    let value = annotation(item, sdk::LOCAL_CONFIG);
-    !value.is_empty() && value != "false"
-}
-
-/// The SDK's `GetAnnotation`: the string value, empty on any mismatch.
-fn annotation(item: &Node, key: &str) -> String {
-    nested_string(item, &["metadata", "annotations", key]).unwrap_or_default()
-}
-
-/// A string scalar's text (`!!str`, as the SDK's `GetNestedString`
-/// accepts), or empty.
-fn go_string(node: Option<&Node>) -> String {
-    node.filter(|node| is_string(node))
-        .map(|node| node.value.to_string())
-        .unwrap_or_default()
-}
-
-fn is_string(node: &Node) -> bool {
-    node.is_scalar() && (node.tag == tag::STR || node.tag.is_empty())
-}
-
-/// The SDK's `GetNestedString`: `Ok("")` when missing, `Err` when a step is
-/// not a mapping or the value not a string.
-fn nested_string(item: &Node, path: &[&str]) -> Result<String, ()> {
-    let mut node = item;
-    for (i, key) in path.iter().enumerate() {
-        if !node.is_mapping() {
-            return Err(());
-        }
-        let Some(next) = string_key_value(node, key) else {
-            return Ok(String::new());
-        };
-        node = next;
-        if i + 1 < path.len() && !node.is_mapping() {
-            return Err(());
-        }
-    }
-    if is_string(node) {
-        Ok(node.value.to_string())
-    } else {
-        Err(())
-    }
-}
-
-/// A mapping's value for `key`, matching string keys only (as the SDK).
-fn string_key_value<'a>(mapping: &'a Node, key: &str) -> Option<&'a Node> {
-    mapping
-        .pairs()
-        .find(|(k, _)| is_string(k) && k.value == key)
-        .map(|(_, value)| value)
-}
-
-/// The SDK's `ErrUnmatchedField` text. Its object GVK is read from fields
-/// named `group`, `version` and `kind` of the object itself (as the SDK's
-/// `asKubeObject` does), so the apiVersion part is nearly always empty.
-fn unmatched_field(object: &Node, field_path: &str, data_type: &str) -> String {
-    let group = go_string(object.get("group"));
-    let version = go_string(object.get("version"));
-    let kind = go_string(object.get("kind"));
-    let group_version = if group.is_empty() {
-        version
-    } else {
-        format!("{group}/{version}")
-    };
-    format!(
-        "Resource(apiVersion={group_version}, kind={kind}) has unmatched field type {} in fieldpath {field_path}",
-        sdk::go_quote(data_type)
-    )
-}
-
-/// The SDK's `SetNestedString`: creates missing mappings on the way
-/// (appended), replaces the value with a new `!!str` scalar keeping its
-/// comments, and fails when a step on the way is not a mapping.
-fn set_nested_string(item: &mut Node, path: &[&str], value: &str) -> Result<(), String> {
-    let fail = |found: &Node| {
-        let variant = match found.kind {
-            NodeKind::Sequence => "*internal.sliceVariant",
-            _ => "*internal.scalarVariant",
-        };
-        format!(
-            "unable to set {value} at fields [{}] with error: incorrect type, was {variant}",
-            path.join(" ")
-        )
-    };
-    let Some((last, steps)) = path.split_last() else {
-        return Ok(());
-    };
-    let mut node = item;
-    for key in steps {
-        let index = node
-            .pairs()
-            .position(|(k, _)| is_string(k) && k.value == *key);
-        node = match index {
-            Some(i) => {
-                let child = &mut node.content[2 * i + 1];
-                if !child.is_mapping() {
-                    return Err(fail(child));
-                }
-                child
-            }
-            None => {
-                node.push_pair(Node::new_string(*key), Node::new_mapping());
-                let len = node.content.len();
-                &mut node.content[len - 1]
-            }
-        };
-    }
-    let index = node
-        .pairs()
-        .position(|(k, _)| is_string(k) && k.value == *last);
-    match index {
-        Some(i) => sdk::replace_with_string(&mut node.content[2 * i + 1], value),
-        None => node.push_pair(Node::new_string(*last), Node::new_string(value)),
-    }
-    Ok(())
-}
-
-/// The group of a Go-parsed apiVersion (`schema.ParseGroupVersion`), or
-/// `None` when Go cannot parse it (more than one `/`).
-fn group_version(api_version: &str) -> (Option<String>, String) {
-    if api_version.is_empty() || api_version == "/" {
-        return (Some(String::new()), String::new());
-    }
-    match api_version.split_once('/') {
-        None => (Some(String::new()), api_version.to_owned()),
-        Some((group, version)) if !version.contains('/') => {
-            (Some(group.to_owned()), version.to_owned())
-        }
-        Some(_) => (None, String::new()),
-    }
 }
 
 /// SHA-512 of `message` (Go's `sha512.Sum512`).

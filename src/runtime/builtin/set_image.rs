@@ -30,9 +30,7 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
                 FnResult::error(message),
                 FnResult::error(terminated.clone()),
             ];
-            let mut outcome = Outcome::sdk_failure(input, results);
-            outcome.stderr = format!("failed to evaluate function: {terminated}");
-            return outcome;
+            return Outcome::sdk_error(input, results, &terminated);
         }
     };
     let mut input = input;

@@ -46,11 +46,7 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
     match transform(&mut input.items, &config) {
         Ok(results) => Outcome::sdk(input, results),
         Err(Failure::Results(results)) => Outcome::sdk_failure(input, results),
-        Err(Failure::Abort(message)) => {
-            let mut outcome = Outcome::sdk_failure(input, Vec::new());
-            outcome.stderr = format!("failed to evaluate function: {message}");
-            outcome
-        }
+        Err(Failure::Abort(message)) => Outcome::sdk_error(input, Vec::new(), &message),
     }
 }
 
