@@ -243,7 +243,8 @@ impl Gvk {
     /// `KubeObject.IsGVK`: each part matches when equal, or when either
     /// side is empty.
     pub(crate) fn is_like(&self, group: &str, version: &str, kind: &str) -> bool {
-        let matches = |mine: &str, asked: &str| mine.is_empty() || asked.is_empty() || mine == asked;
+        let matches =
+            |mine: &str, asked: &str| mine.is_empty() || asked.is_empty() || mine == asked;
         matches(&self.kind, kind) && matches(&self.group, group) && matches(&self.version, version)
     }
 }

@@ -17,6 +17,7 @@ use crate::yaml::node::Node;
 pub(crate) mod annotate_apply_time_mutations;
 pub(crate) mod apply_replacements;
 pub(crate) mod apply_setters;
+pub(crate) mod bind;
 pub(crate) mod create_setters;
 pub(crate) mod delete_annotations;
 pub(crate) mod enable_gcp_services;
@@ -34,6 +35,7 @@ pub(crate) mod kubeval;
 pub(crate) mod list_setters;
 pub(crate) mod openapi;
 pub(crate) mod remove_local_config_resources;
+pub(crate) mod rename;
 pub(crate) mod sdk;
 pub(crate) mod search_replace;
 pub(crate) mod set_annotations;
@@ -41,6 +43,7 @@ pub(crate) mod set_enforcement_action;
 pub(crate) mod set_gcp_resource_ids;
 pub(crate) mod set_image;
 pub(crate) mod set_labels;
+pub(crate) mod set_name_prefix;
 pub(crate) mod set_namespace;
 pub(crate) mod set_project_id;
 pub(crate) mod starlark;
@@ -165,11 +168,15 @@ pub enum Builtin {
     Format,
     /// `fix`
     Fix,
+    /// `bind`
+    Bind,
+    /// `set-name-prefix`
+    SetNamePrefix,
 }
 
 impl Builtin {
     /// Every builtin, in a fixed order.
-    pub const ALL: [Builtin; 28] = [
+    pub const ALL: [Builtin; 30] = [
         Builtin::SetNamespace,
         Builtin::SetLabels,
         Builtin::SetAnnotations,
@@ -198,6 +205,8 @@ impl Builtin {
         Builtin::GenerateKptPkgDocs,
         Builtin::Format,
         Builtin::Fix,
+        Builtin::Bind,
+        Builtin::SetNamePrefix,
     ];
 
     /// The catalog name (the image name without prefix and tag).
@@ -231,6 +240,8 @@ impl Builtin {
             Builtin::GenerateKptPkgDocs => "generate-kpt-pkg-docs",
             Builtin::Format => "format",
             Builtin::Fix => "fix",
+            Builtin::Bind => "bind",
+            Builtin::SetNamePrefix => "set-name-prefix",
         }
     }
 
@@ -346,6 +357,8 @@ impl Builtin {
             Builtin::GenerateKptPkgDocs => generate_kpt_pkg_docs::run(input),
             Builtin::Format => format::run(input),
             Builtin::Fix => fix::run(input),
+            Builtin::Bind => bind::run(input),
+            Builtin::SetNamePrefix => set_name_prefix::run(input),
             // no-op writes its input back unchanged; drop-comments strips
             // comments, which the orchestrator copies back from its input, so
             // for kpt both are the identity (spec §8).
