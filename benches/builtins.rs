@@ -5,7 +5,7 @@
 //! 1. set-namespace + set-labels over 10,000 resources, on the wire (bytes
 //!    in, bytes out) in process;
 //! 2. every builtin that runs from a `key=value` config, one call over a
-//!    1,000-resource package, native (nodes in, nodes out: what `fn
+//!    1,000-resource package (plus its package context object), native (nodes in, nodes out: what `fn
 //!    render` does) against the child process. The target is a ratio of at
 //!    least 5 for each.
 //!
@@ -140,7 +140,26 @@ const PER_FUNCTION: &[(&str, &[&str])] = &[
     ("kubeconform", &[]),
     ("format", &[]),
     ("no-op", &[]),
+    // Renames the one object named `web-1` (the function renames the
+    // objects named after the package placeholder, usually a few) and
+    // walks every resource for references to it.
+    ("set-name-prefix", &["oldPrefix=web-1", "prefix=shop"]),
 ];
+
+/// The package context object (`kptfile.kpt.dev`) kpt adds to a package,
+/// which set-name-prefix reads its default prefix from.
+const PACKAGE_CONTEXT: &str = "\
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: kptfile.kpt.dev
+    annotations:
+      config.kubernetes.io/local-config: \"true\"
+      internal.config.kubernetes.io/path: 'package-context.yaml'
+      internal.config.kubernetes.io/index: '0'
+  data:
+    name: shop
+";
 
 /// The function config `fn eval` builds from `key=value` arguments.
 fn config_map(args: &[&str]) -> Option<Node> {
@@ -158,7 +177,7 @@ fn config_map(args: &[&str]) -> Option<Node> {
 
 /// Each builtin once over a package: native against a child process.
 fn per_function_table(binary: Option<&str>, resources: usize) {
-    let list = resource_list(resources);
+    let list = resource_list(resources) + PACKAGE_CONTEXT;
     let items: Vec<Node> = parse_document(&list)
         .ok()
         .flatten()
@@ -166,7 +185,7 @@ fn per_function_table(binary: Option<&str>, resources: usize) {
         .and_then(|root| root.get("items").cloned())
         .map(|items| items.content)
         .unwrap_or_default();
-    assert_eq!(items.len(), resources, "the package did not parse");
+    assert_eq!(items.len(), resources + 1, "the package did not parse");
     println!();
     println!("one call over {resources} resources: native builtin against a child process");
     println!(
