@@ -189,4 +189,34 @@ mod tests {
             ["kptfile.kpt.dev", "shop", "shop-token", "packagenameless"]
         );
     }
+
+    #[test]
+    fn a_renamed_namespace_moves_the_objects_in_it() {
+        let outcome = run(ResourceList {
+            items: vec![
+                context("data:\n  name: shop\n"),
+                node("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: packagename\n"),
+                node(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: packagename-config\n  \
+                     namespace: packagename\n",
+                ),
+            ],
+            function_config: None,
+        });
+        assert_eq!(outcome.exit_code, 0);
+        assert!(outcome.results.is_empty());
+        let ids: Vec<(String, String)> = outcome
+            .items
+            .iter()
+            .map(|item| (super::name(item), super::namespace(item)))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("kptfile.kpt.dev".to_owned(), String::new()),
+                ("shop".to_owned(), String::new()),
+                ("shop-config".to_owned(), "shop".to_owned()),
+            ]
+        );
+    }
 }
