@@ -9,8 +9,11 @@
 //!
 //! The table's rows run on one thread (a pool of one), so they measure the
 //! parser and the emitter themselves; the emit rows write already parsed
-//! trees (krender's nodes, serde_yaml's `Value`s), and krender's emit
-//! allocations are counted. A second table parses a long stream (50 MB by
+//! trees (krender's nodes, serde_yaml's `Value`s), and krender's parse and
+//! emit allocations are counted. The parse rows include the frozen
+//! reference parser (`yaml::reference`, the parser before its speed work).
+//! The peak memory of a parse per input byte is measured in child
+//! processes, for both parsers. A second table parses a long stream (50 MB by
 //! default, `KRENDER_BENCH_STREAM_MB`) on one thread and on two, where
 //! `yaml::split` cuts it into pieces, and writes it back on one thread and
 //! on two (the encoder writes long lists in chunks), as a stream and as one
@@ -202,12 +205,15 @@ fn main() {
         // `KRENDER_BENCH_PARSER=reference`: the frozen pre-rewrite parser.
         let reference = std::env::var("KRENDER_BENCH_PARSER").is_ok_and(|p| p == "reference");
         for _ in 0..runs {
-            if reference {
-                black_box(krender::yaml::reference::parse_documents(black_box(&text)).ok());
+            let parsed = if reference {
+                krender::yaml::reference::parse_documents(black_box(&text))
             } else {
-                black_box(krender::yaml::parse_documents_in_pieces(black_box(&text), 1).ok());
-            }
+                krender::yaml::parse_documents_in_pieces(black_box(&text), 1)
+            };
+            black_box(parsed.ok());
         }
+        // For `peak_memory_row`: this process's peak resident set.
+        println!("peak {} input {}", peak_resident_bytes(), text.len());
         return;
     }
     let one = rayon::ThreadPoolBuilder::new()
@@ -215,6 +221,7 @@ fn main() {
         .build()
         .expect("a one-thread pool");
     one.install(single_thread_table);
+    print!("\n{}", peak_memory_rows());
     stream_table();
 }
 
@@ -234,12 +241,7 @@ fn stream_table() {
             .expect("a pool")
     };
     let (one, two) = (pool(1), pool(2));
-    let before = resident_bytes();
     let sequential = one.install(|| parse_documents(&text)).expect("parses");
-    // What the parsed tree holds per input byte (the resident set's growth
-    // while the nodes are alive; the input text was resident before).
-    let node_bytes_per_input_byte =
-        resident_bytes().saturating_sub(before) as f64 / text.len() as f64;
     let split = two.install(|| parse_documents(&text)).expect("parses");
     assert!(
         sequential == split,
@@ -297,8 +299,7 @@ fn stream_table() {
          |----------------------|----------:|-------:|---------:|\n\
          {}{}\
          | emit                 |           |        |          |\n\
-         {}{}{}{}\
-         parsed tree: {node_bytes_per_input_byte:.1} bytes of memory per input byte",
+         {}{}{}{}",
         row("one thread", t1, t1),
         row("two threads (pieces)", t2, t1),
         row("stream, one thread", s1, s1),
@@ -340,13 +341,49 @@ fn emit_list(list: &Node, documents: &[Node]) -> String {
     to_string_spliced(list, slot, &items, SeqIndent::Compact)
 }
 
-/// This process's resident set in bytes (Linux `/proc/self/statm`; 0
-/// elsewhere).
-fn resident_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
+/// This process's peak resident set in bytes (Linux `VmHWM` in
+/// `/proc/self/status`; 0 elsewhere).
+fn peak_resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|statm| statm.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
+        .and_then(|status| {
+            let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// Peak memory of parsing the 2.1 MB corpus, per input byte, for the live
+/// and the reference parser: each parse runs in a fresh child process (this
+/// bench in its parse-only mode), and a child that only builds the corpus
+/// is the floor subtracted. A process's peak is what a render pays; freed
+/// memory an earlier measurement left behind cannot hide in it.
+fn peak_memory_rows() -> String {
+    let child = |runs: usize, parser: &str| -> Option<(f64, f64)> {
+        let output = std::process::Command::new(std::env::current_exe().ok()?)
+            .env("KRENDER_BENCH_PARSE_ONLY", runs.to_string())
+            .env("KRENDER_BENCH_PARSER", parser)
+            .output()
+            .ok()?;
+        let text = String::from_utf8(output.stdout).ok()?;
+        let mut words = text.split_whitespace();
+        let peak = words.nth(1)?.parse::<f64>().ok()?;
+        let input = words.nth(1)?.parse::<f64>().ok()?;
+        Some((peak, input))
+    };
+    let Some((floor, input)) = child(0, "live") else {
+        return "peak memory: not measured (the child process failed)\n".to_owned();
+    };
+    ["live", "reference"]
+        .iter()
+        .map(|parser| match child(1, parser) {
+            Some((peak, _)) => format!(
+                "peak memory, {parser} parser: {:.1} bytes per input byte\n",
+                (peak - floor) / input
+            ),
+            None => format!("peak memory, {parser} parser: not measured\n"),
+        })
+        .collect()
 }
 
 /// Parse and emit against serde_yaml, on one thread.
