@@ -14,7 +14,11 @@ use crate::support::check_yaml_inputs;
 /// The chunk lengths tried: a cut after every item, and a few.
 const CHUNKS: [usize; 3] = [1, 2, 5];
 
-const LIST: &str = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
+/// A ResourceList whose `items:` is a block sequence (its placeholder is
+/// replaced): a flow `[]` slot writes the items in flow style, which is
+/// never chunked, so the list form would test nothing.
+const LIST: &str =
+    "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- placeholder\n";
 
 /// `documents` as a stream, each document alone, and their roots as a
 /// ResourceList's items, written with `chunking` (in both sequence styles).
