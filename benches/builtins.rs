@@ -183,7 +183,7 @@ fn per_function_table(binary: Option<&str>, resources: usize) {
         .flatten()
         .map(Node::into_root)
         .and_then(|root| root.get("items").cloned())
-        .map(|items| items.content)
+        .map(|items| items.content.into())
         .unwrap_or_default();
     assert_eq!(items.len(), resources + 1, "the package did not parse");
     println!();

@@ -142,8 +142,8 @@ fn value(depth: u32) -> BoxedStrategy<String> {
             })
             .collect::<String>()
     });
-    let sequence = proptest::collection::vec((value(depth - 1), any::<bool>()), 1..4).prop_map(
-        |items| {
+    let sequence =
+        proptest::collection::vec((value(depth - 1), any::<bool>()), 1..4).prop_map(|items| {
             items
                 .into_iter()
                 .map(|(item, comment)| {
@@ -151,8 +151,7 @@ fn value(depth: u32) -> BoxedStrategy<String> {
                     format!("{comment}- {}\n", indent(&item).trim_start())
                 })
                 .collect::<String>()
-        },
-    );
+        });
     prop_oneof![2 => leaf, 2 => mapping, 1 => sequence].boxed()
 }
 
@@ -174,8 +173,7 @@ fn indent(text: &str) -> String {
 /// dropped, or an indicator put in), so both parsers' errors are compared
 /// too.
 fn stream() -> impl Strategy<Value = String> {
-    let documents = proptest::collection::vec(value(3), 1..4)
-        .prop_map(|documents| {
+    let documents = proptest::collection::vec(value(3), 1..4).prop_map(|documents| {
         documents
             .iter()
             .map(|document| format!("{}\n", document.trim_end_matches('\n')))
@@ -184,7 +182,10 @@ fn stream() -> impl Strategy<Value = String> {
     });
     (documents, any::<u16>(), 0..12usize).prop_map(|(text, at, edit)| {
         let at = usize::from(at) % (text.len() + 1);
-        let at = (0..=at).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+        let at = (0..=at)
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
         let mut text = text;
         match edit {
             0 => {

@@ -22,8 +22,8 @@ fn dump_into(node: &Node, depth: usize, out: &mut String) {
         NodeKind::Alias => "Alias",
     };
     let _ = write!(out, "{}{kind}", "  ".repeat(depth));
-    if !node.tag.is_empty() {
-        let _ = write!(out, " {}", node.tag);
+    if !node.tag().is_empty() {
+        let _ = write!(out, " {}", node.tag());
     }
     if !node.style.is_empty() {
         let _ = write!(out, " {:?}", node.style);
@@ -31,18 +31,18 @@ fn dump_into(node: &Node, depth: usize, out: &mut String) {
     if node.kind == NodeKind::Scalar || node.kind == NodeKind::Alias {
         let _ = write!(out, " {:?}", node.value);
     }
-    if !node.anchor.is_empty() {
-        let _ = write!(out, " &{}", node.anchor);
+    if !node.anchor().is_empty() {
+        let _ = write!(out, " &{}", node.anchor());
     }
     let _ = write!(out, " @{}:{}", node.line, node.column);
-    if !node.head_comment.is_empty() {
-        let _ = write!(out, " head={:?}", node.head_comment);
+    if !node.head_comment().is_empty() {
+        let _ = write!(out, " head={:?}", node.head_comment());
     }
-    if !node.line_comment.is_empty() {
-        let _ = write!(out, " line={:?}", node.line_comment);
+    if !node.line_comment().is_empty() {
+        let _ = write!(out, " line={:?}", node.line_comment());
     }
-    if !node.foot_comment.is_empty() {
-        let _ = write!(out, " foot={:?}", node.foot_comment);
+    if !node.foot_comment().is_empty() {
+        let _ = write!(out, " foot={:?}", node.foot_comment());
     }
     out.push('\n');
     for child in &node.content {

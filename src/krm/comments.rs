@@ -58,14 +58,14 @@ fn copy_with_schema(from: &Node, to: &mut Node, schema: Option<Schema>) -> Resul
 
 /// kyaml's `copy`: each empty slot of `to` takes `from`'s text.
 fn fill_slots(from: &Node, to: &mut Node) {
-    if to.head_comment.is_empty() {
-        to.head_comment.clone_from(&from.head_comment);
+    if to.head_comment().is_empty() {
+        to.set_head_comment(from.head_comment());
     }
-    if to.line_comment.is_empty() {
-        to.line_comment.clone_from(&from.line_comment);
+    if to.line_comment().is_empty() {
+        to.set_line_comment(from.line_comment());
     }
-    if to.foot_comment.is_empty() {
-        to.foot_comment.clone_from(&from.foot_comment);
+    if to.foot_comment().is_empty() {
+        to.set_foot_comment(from.foot_comment());
     }
 }
 
@@ -368,26 +368,26 @@ mod tests {
     #[test]
     fn fills_only_empty_slots_and_moves_document_comments_to_the_mapping() {
         let mut input_root = map(vec![("a", scalar("1")), ("b", scalar("2"))]);
-        input_root.content[0].head_comment = "# head a".into();
-        input_root.content[1].line_comment = "# line 1".into();
-        input_root.content[3].line_comment = "# old".into();
+        input_root.content[0].set_head_comment("# head a");
+        input_root.content[1].set_line_comment("# line 1");
+        input_root.content[3].set_line_comment("# old");
         let mut input = Node::new_document(input_root);
-        input.head_comment = "# file header".into();
-        input.foot_comment = "# file foot".into();
+        input.set_head_comment("# file header");
+        input.set_foot_comment("# file foot");
 
         let mut output = map(vec![
             ("b", scalar("2")),
             ("a", scalar("changed")),
             ("c", scalar("3")),
         ]);
-        output.content[1].line_comment = "# new".into();
+        output.content[1].set_line_comment("# new");
         copy_comments(&input, &mut output).unwrap();
 
-        assert_eq!(output.head_comment, "# file header");
-        assert_eq!(output.foot_comment, "# file foot");
-        assert_eq!(output.content[2].head_comment, "# head a");
-        assert_eq!(output.content[3].line_comment, "# line 1");
-        assert_eq!(output.content[1].line_comment, "# new");
+        assert_eq!(output.head_comment(), "# file header");
+        assert_eq!(output.foot_comment(), "# file foot");
+        assert_eq!(output.content[2].head_comment(), "# head a");
+        assert_eq!(output.content[3].line_comment(), "# line 1");
+        assert_eq!(output.content[1].line_comment(), "# new");
     }
 
     #[test]
@@ -395,17 +395,17 @@ mod tests {
         let mut items = Node::new_sequence();
         for (value, comment) in [("first", "# c1"), ("second", "# c2"), ("third", "# c3")] {
             let mut item = scalar(value);
-            item.line_comment = comment.into();
+            item.set_line_comment(comment);
             items.content.push(item);
         }
         let input = map(vec![("list", items)]);
         let mut out_items = Node::new_sequence();
-        out_items.content = vec![scalar("first"), scalar("third")];
+        out_items.content = crate::yaml::node::thin_vec![scalar("first"), scalar("third")];
         let mut output = map(vec![("list", out_items)]);
         copy_comments(&input, &mut output).unwrap();
         let list = output.get("list").unwrap();
-        assert_eq!(list.content[0].line_comment, "# c1");
-        assert_eq!(list.content[1].line_comment, "");
+        assert_eq!(list.content[0].line_comment(), "# c1");
+        assert_eq!(list.content[1].line_comment(), "");
     }
 
     #[test]

@@ -117,7 +117,7 @@ fn reorder_mapping(from: &Node, to: &mut Node) {
             (None, None) => {}
         }
     }
-    to.content = content;
+    to.content = content.into();
 }
 
 /// kyaml `rearrangeHeadCommentOfSeqNode`.
@@ -144,14 +144,15 @@ pub(crate) fn rearrange_sequence_items(sequence: &mut Node) {
         if first.kind != NodeKind::Scalar {
             continue;
         }
-        if item.head_comment.is_empty() {
-            item.head_comment = first.head_comment.clone();
+        if item.head_comment().is_empty() {
+            let head = first.head_comment().to_owned();
+            item.set_head_comment(head);
             continue;
         }
-        if !first.head_comment.is_empty() {
-            let moved = std::mem::take(&mut item.content[0].head_comment);
-            item.head_comment.push('\n');
-            item.head_comment.push_str(&moved);
+        if !first.head_comment().is_empty() {
+            let moved = item.content[0].take_head_comment();
+            item.head_comment_mut().push('\n');
+            item.head_comment_mut().push_str(&moved);
         }
     }
 }
@@ -259,19 +260,19 @@ mod tests {
     #[test]
     fn sequence_item_head_comment_is_copied_or_appended() {
         let mut first = map(vec![("name", scalar("x"))]);
-        first.content[0].head_comment = "# dash".into();
+        first.content[0].set_head_comment("# dash");
         let mut second = map(vec![("name", scalar("y"))]);
-        second.head_comment = "# item".into();
-        second.content[0].head_comment = "# key".into();
+        second.set_head_comment("# item");
+        second.content[0].set_head_comment("# key");
         let mut items = Node::new_sequence();
-        items.content = vec![first, second];
+        items.content = crate::yaml::node::thin_vec![first, second];
         let mut output = map(vec![("items", items)]);
         let input = output.clone();
         sync_order(&input, &mut output).unwrap();
         let items = output.get("items").unwrap();
-        assert_eq!(items.content[0].head_comment, "# dash");
-        assert_eq!(items.content[0].content[0].head_comment, "# dash");
-        assert_eq!(items.content[1].head_comment, "# item\n# key");
-        assert_eq!(items.content[1].content[0].head_comment, "");
+        assert_eq!(items.content[0].head_comment(), "# dash");
+        assert_eq!(items.content[0].content[0].head_comment(), "# dash");
+        assert_eq!(items.content[1].head_comment(), "# item\n# key");
+        assert_eq!(items.content[1].content[0].head_comment(), "");
     }
 }

@@ -6,7 +6,6 @@
 //! round trip). Every accessor here looks through the document wrapper.
 
 use crate::yaml::node::{Node, Style};
-use std::borrow::Cow;
 
 /// `config.kubernetes.io/index` (legacy reader annotation).
 pub const LEGACY_INDEX: &str = "config.kubernetes.io/index";
@@ -110,7 +109,7 @@ pub fn set_annotations(resource: &mut Node, entries: &[(&str, &str)], new_style:
             && existing.is_scalar()
         {
             existing.value = value.into();
-            existing.tag = Cow::Borrowed(crate::yaml::node::tag::STR);
+            existing.set_tag(crate::yaml::node::tag::STR);
             continue;
         }
         let mut node = Node::new_string(value);

@@ -11,7 +11,6 @@
 //! parse per piece, fresh index annotations on every document, and the
 //! `ResourceList`/`List` unwrap.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
@@ -400,7 +399,7 @@ impl<'i> ItemEdits<'i> {
             let target = annotations.get(key).filter(|target| target.is_scalar())?;
             let mut with = target.clone();
             with.value = value.as_str().into();
-            with.tag = Cow::Borrowed(tag::STR);
+            with.set_tag(tag::STR);
             edits.values.push((target, with));
         }
         let mut remaining = annotations.content.len() / 2;
@@ -490,9 +489,9 @@ fn join_pieces(mut pieces: Vec<String>) -> String {
 /// copy of itself first.
 fn encode_wrapped(items: &[SplicedItem<'_>], function_config: Option<&Node>) -> Vec<String> {
     let mut sequence = Node::new_sequence();
-    sequence.tag = Cow::Borrowed("");
+    sequence.set_tag("");
     let mut list = Node::new_mapping();
-    list.tag = Cow::Borrowed("");
+    list.set_tag("");
     let entries = [
         (
             "apiVersion",
@@ -538,7 +537,7 @@ fn cut_where<'s, 'n>(
     for i in 0..items.len() {
         let can_cut = i + 1 < items.len()
             && cut_after.get(i).copied().unwrap_or(false)
-            && items[i + 1].node.head_comment.is_empty();
+            && items[i + 1].node.head_comment().is_empty();
         if i + 1 - start >= chunk_len && can_cut {
             chunks.push(&items[start..=i]);
             start = i + 1;
@@ -742,7 +741,7 @@ pub fn unwrap_output_list(text: &str) -> Result<String, WireError> {
 /// True when `node` is a scalar tagged `!!null` or missing — kyaml's
 /// `IsMissingOrNull` for a present node.
 pub(crate) fn is_null(node: &Node) -> bool {
-    node.kind == NodeKind::Scalar && node.tag == tag::NULL
+    node.kind == NodeKind::Scalar && node.tag() == tag::NULL
 }
 
 #[cfg(test)]
@@ -946,7 +945,7 @@ metadata:
             .root_mut()
             .set("kind", Node::new_string("Changed"));
         if let Some(kind) = changed[30].root_mut().get_mut("kind") {
-            kind.line_comment = "# changed".into();
+            kind.set_line_comment("# changed");
         }
         let moved = |item: &Node| -> Result<Vec<(&'static str, String)>, String> {
             let mut values = values(item)?;
@@ -983,7 +982,7 @@ metadata:
         assert!(
             values
                 .pairs()
-                .all(|(_, v)| v.tag == tag::STR && v.kind == NodeKind::Scalar)
+                .all(|(_, v)| v.tag() == tag::STR && v.kind == NodeKind::Scalar)
         );
         assert_eq!(
             config.get_str(&["metadata", "name"]),

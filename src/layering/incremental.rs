@@ -379,21 +379,8 @@ fn with_data(node: &Node, data: Node) -> Node {
     if node.kind != NodeKind::Mapping {
         return node.clone();
     }
-    let mut copy = Node {
-        content: Vec::with_capacity(node.content.len() + 2),
-        ..Node::new_mapping()
-    };
-    copy.kind = node.kind;
-    copy.style = node.style;
-    copy.tag.clone_from(&node.tag);
-    copy.value.clone_from(&node.value);
-    copy.anchor.clone_from(&node.anchor);
-    copy.head_comment.clone_from(&node.head_comment);
-    copy.line_comment.clone_from(&node.line_comment);
-    copy.foot_comment.clone_from(&node.foot_comment);
-    copy.line = node.line;
-    copy.column = node.column;
-    copy.offset = node.offset;
+    let mut copy = node.clone_without_content();
+    copy.content.reserve_exact(node.content.len() + 2);
     let data_index = node.key_index("data");
     let mut data = Some(data);
     for (i, child) in node.content.iter().enumerate() {

@@ -391,8 +391,8 @@ impl Value {
         if node.kind != NodeKind::Alias {
             budget.count(1, false)?;
         }
-        if !node.anchor.is_empty() {
-            anchors.insert(node.anchor.to_string(), (value.clone(), size));
+        if !node.anchor().is_empty() {
+            anchors.insert(node.anchor().to_string(), (value.clone(), size));
         }
         Ok((value, size))
     }
@@ -479,8 +479,8 @@ impl Number {
 /// the plain text (the parser's go-yaml tag is not used: `on` and `0777`
 /// mean something else there).
 fn scalar_tag(node: &Node) -> &str {
-    if node.style.contains(Style::TAGGED) && !node.tag.is_empty() {
-        return &node.tag;
+    if node.style.contains(Style::TAGGED) && !node.tag().is_empty() {
+        return node.tag();
     }
     let quoted = node.style.contains(Style::DOUBLE_QUOTED)
         || node.style.contains(Style::SINGLE_QUOTED)

@@ -242,14 +242,14 @@ fn decode_with(
 }
 
 fn short_tag(node: &Node) -> String {
-    if node.tag.is_empty() {
+    if node.tag().is_empty() {
         match node.kind {
             NodeKind::Mapping => tag::MAP.to_owned(),
             NodeKind::Sequence => tag::SEQ.to_owned(),
             _ => resolve_plain(&node.value).to_owned(),
         }
     } else {
-        node.tag.to_string()
+        node.tag().to_string()
     }
 }
 
@@ -537,12 +537,12 @@ fn is_zero(value: &GoValue, field: &GoField) -> bool {
         GoValue::Node(node) => {
             node.kind == NodeKind::Scalar
                 && node.value.is_empty()
-                && node.tag.is_empty()
+                && node.tag().is_empty()
                 && node.style.is_empty()
                 && node.content.is_empty()
-                && node.head_comment.is_empty()
-                && node.line_comment.is_empty()
-                && node.foot_comment.is_empty()
+                && node.head_comment().is_empty()
+                && node.line_comment().is_empty()
+                && node.foot_comment().is_empty()
         }
         GoValue::Map(map) => map.as_ref().is_none_or(BTreeMap::is_empty),
         GoValue::List(list) => list.as_ref().is_none_or(Vec::is_empty),

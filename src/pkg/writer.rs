@@ -300,8 +300,8 @@ fn clean_relative_path(path: &str) -> Result<String, WriteError> {
 }
 
 fn collect_anchors<'n>(node: &'n Node, anchors: &mut HashMap<&'n str, &'n Node>) {
-    if !node.anchor.is_empty() {
-        anchors.insert(&node.anchor, node);
+    if !node.anchor().is_empty() {
+        anchors.insert(node.anchor(), node);
     }
     for child in &node.content {
         collect_anchors(child, anchors);
@@ -379,7 +379,7 @@ fn write_json(
 
 fn write_json_scalar(node: &Node, out: &mut String, path: &str) -> Result<(), WriteError> {
     let value = node.value.as_str();
-    match node.tag.as_ref() {
+    match node.tag() {
         tag::NULL => out.push_str("null"),
         tag::BOOL => out.push_str(if value.eq_ignore_ascii_case("true") {
             "true"

@@ -51,7 +51,7 @@ use crate::krm::resource_list::{
 };
 use crate::runtime::builtin::Builtin;
 use crate::runtime::{EvalError, Evaluator, FunctionRequest, FunctionResponse, FunctionTarget};
-use crate::yaml::node::{Node, NodeKind, Text};
+use crate::yaml::node::{Node, NodeKind};
 
 /// The prefix of kyaml's internal annotations.
 const INTERNAL_PREFIX: &str = "internal.config.kubernetes.io/";
@@ -503,7 +503,8 @@ impl Shape {
 
     /// The checks of [`Shape::visit`] on `node` itself.
     fn visit_one(&mut self, node: &Node) {
-        if !node.foot_comment.is_empty() || node.style.contains(crate::yaml::node::Style::FOLDED) {
+        if !node.foot_comment().is_empty() || node.style.contains(crate::yaml::node::Style::FOLDED)
+        {
             self.survives_wire = false;
         }
         if self.plain_keys && node.is_mapping() {
@@ -710,9 +711,9 @@ fn config_is_a_resource(resources: &[Node], call: &FunctionCall<'_>) -> bool {
 fn bookkeeping_settled(resources: &[Node]) -> bool {
     let one = |node: &Node| {
         if node.kind == NodeKind::Document
-            && !(node.head_comment.is_empty()
-                && node.line_comment.is_empty()
-                && node.foot_comment.is_empty())
+            && !(node.head_comment().is_empty()
+                && node.line_comment().is_empty()
+                && node.foot_comment().is_empty())
         {
             return false;
         }
@@ -817,12 +818,12 @@ enum Restore {
     /// A native builtin that edited the inputs themselves: only what does
     /// not depend on the input copy (document comments, keyed by resource
     /// id, go into the root's empty slots, as the walk's first copy does).
-    InPlace(BTreeMap<String, [Text; 3]>),
+    InPlace(BTreeMap<String, [String; 3]>),
 }
 
 /// The wire items for `inputs`, by value ([`wire_item`] without the copy),
 /// and the comments of each Document wrapper by the resource's id.
-fn unwrap_documents(inputs: Vec<Node>) -> (Vec<Node>, BTreeMap<String, [Text; 3]>) {
+fn unwrap_documents(inputs: Vec<Node>) -> (Vec<Node>, BTreeMap<String, [String; 3]>) {
     let mut documents = BTreeMap::new();
     let items = inputs
         .into_iter()
@@ -833,9 +834,9 @@ fn unwrap_documents(inputs: Vec<Node>) -> (Vec<Node>, BTreeMap<String, [Text; 3]
                     documents.insert(
                         id.to_owned(),
                         [
-                            std::mem::take(&mut item.head_comment),
-                            std::mem::take(&mut item.line_comment),
-                            std::mem::take(&mut item.foot_comment),
+                            item.take_head_comment(),
+                            item.take_line_comment(),
+                            item.take_foot_comment(),
                         ],
                     );
                 }
@@ -851,7 +852,7 @@ fn unwrap_documents(inputs: Vec<Node>) -> (Vec<Node>, BTreeMap<String, [Text; 3]
 }
 
 /// [`Restore::InPlace`] for one output resource.
-fn restore_in_place(output: &mut Node, documents: &BTreeMap<String, [Text; 3]>) {
+fn restore_in_place(output: &mut Node, documents: &BTreeMap<String, [String; 3]>) {
     let Some(id) = annotation(output, resource::ID)
         .or_else(|| annotation(output, resource::LEGACY_ID))
         .map(str::to_owned)
@@ -859,14 +860,14 @@ fn restore_in_place(output: &mut Node, documents: &BTreeMap<String, [Text; 3]>) 
         return;
     };
     if let Some([head, line, foot]) = documents.get(&id) {
-        for (slot, text) in [
-            (&mut output.head_comment, head),
-            (&mut output.line_comment, line),
-            (&mut output.foot_comment, foot),
-        ] {
-            if slot.is_empty() {
-                slot.clone_from(text);
-            }
+        if output.head_comment().is_empty() {
+            output.set_head_comment(head.as_str());
+        }
+        if output.line_comment().is_empty() {
+            output.set_line_comment(line.as_str());
+        }
+        if output.foot_comment().is_empty() {
+            output.set_foot_comment(foot.as_str());
         }
     }
     rearrange_head_comments(output.root_mut());

@@ -13,9 +13,7 @@
 //! value, the present texts (anchor, head, line, foot comments), line,
 //! column and offset as varints, and the number of children.
 
-use std::borrow::Cow;
-
-use super::node::{CompactString, Node, NodeKind, Style, Text, tag};
+use super::node::{CompactString, Node, NodeKind, Style, ThinVec, tag};
 
 /// Magic prefix; bumped when the layout changes.
 const MAGIC: &[u8; 4] = b"KRN1";
@@ -53,21 +51,21 @@ fn put_node(out: &mut Vec<u8>, node: &Node) {
     });
     out.push(node.style.bits());
     let texts = [
-        (HAS_ANCHOR, &node.anchor),
-        (HAS_HEAD, &node.head_comment),
-        (HAS_LINE, &node.line_comment),
-        (HAS_FOOT, &node.foot_comment),
+        (HAS_ANCHOR, node.anchor()),
+        (HAS_HEAD, node.head_comment()),
+        (HAS_LINE, node.line_comment()),
+        (HAS_FOOT, node.foot_comment()),
     ];
     let flags = texts
         .iter()
         .filter(|(_, text)| !text.is_empty())
         .fold(0, |flags, (bit, _)| flags | bit);
     out.push(flags);
-    match tag::KNOWN.iter().position(|known| *known == node.tag) {
+    match tag::KNOWN.iter().position(|known| *known == node.tag()) {
         Some(index) => out.push(index as u8),
         None => {
             out.push(OTHER_TAG);
-            put_str(out, &node.tag);
+            put_str(out, node.tag());
         }
     }
     put_str(out, &node.value);
@@ -102,21 +100,21 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<(Vec<Node>, &[u8])> {
     };
     let count = input.count()?;
     // Each open list, with the number of children it still expects.
-    let mut stack: Vec<(Vec<Node>, usize)> = vec![(Vec::with_capacity(count), count)];
+    let mut stack: Vec<(ThinVec<Node>, usize)> = vec![(ThinVec::with_capacity(count), count)];
     loop {
         let (list, expected) = stack.last_mut()?;
         if list.len() == *expected {
             let (done, _) = stack.pop()?;
             match stack.last_mut() {
                 Some((parent, _)) => parent.last_mut()?.content = done,
-                None => return Some((done, input.rest)),
+                None => return Some((done.into(), input.rest)),
             }
             continue;
         }
         let (node, children) = input.node()?;
         list.push(node);
         if children > 0 {
-            stack.push((Vec::with_capacity(children), children));
+            stack.push((ThinVec::with_capacity(children), children));
         }
     }
 }
@@ -137,40 +135,33 @@ impl<'a> Reader<'a> {
         };
         let style = Style::from_bits(self.byte()?);
         let flags = self.byte()?;
-        let tag: Cow<'static, str> = match self.byte()? {
-            OTHER_TAG => Cow::Owned(self.str()?.to_owned()),
-            index => Cow::Borrowed(tag::KNOWN.get(usize::from(index))?),
+        let tag = match self.byte()? {
+            OTHER_TAG => self.str()?,
+            index => tag::KNOWN.get(usize::from(index))?,
         };
         let value = CompactString::from(self.str()?);
-        let mut text = |bit: u8| -> Option<Text> {
-            Some(if flags & bit != 0 {
-                Text::from(self.str()?)
-            } else {
-                Text::new()
-            })
-        };
-        let anchor = text(HAS_ANCHOR)?;
-        let head_comment = text(HAS_HEAD)?;
-        let line_comment = text(HAS_LINE)?;
-        let foot_comment = text(HAS_FOOT)?;
+        let mut texts = [""; 4];
+        for (text, bit) in texts
+            .iter_mut()
+            .zip([HAS_ANCHOR, HAS_HEAD, HAS_LINE, HAS_FOOT])
+        {
+            if flags & bit != 0 {
+                *text = self.str()?;
+            }
+        }
+        let [anchor, head, line_comment, foot] = texts;
         let line = u32::try_from(self.varint()?).ok()?;
         let column = u32::try_from(self.varint()?).ok()?;
         let offset = u32::try_from(self.varint()?).ok()?;
         let children = self.count()?;
-        let node = Node {
-            kind,
-            style,
-            tag,
-            value,
-            anchor,
-            content: Vec::new(),
-            head_comment,
-            line_comment,
-            foot_comment,
-            line,
-            column,
-            offset,
-        };
+        let mut node = Node::at(kind, line, column, offset);
+        node.style = style;
+        node.set_tag(tag);
+        node.value = value;
+        node.set_anchor(anchor);
+        node.set_head_comment(head);
+        node.set_line_comment(line_comment);
+        node.set_foot_comment(foot);
         Some((node, children))
     }
 

@@ -292,8 +292,8 @@ fn collect_anchors(root: &Node) -> HashMap<*const Node, &Node> {
         for child in &node.content {
             walk(child, defined, out);
         }
-        if !node.anchor.is_empty() {
-            defined.insert(node.anchor.as_str(), node);
+        if !node.anchor().is_empty() {
+            defined.insert(node.anchor(), node);
         }
     }
     let mut defined = HashMap::new();
@@ -317,15 +317,15 @@ enum Resolved<'de> {
 /// or block.
 fn indicated_string(node: &Node) -> bool {
     let quoted = Style::DOUBLE_QUOTED | Style::SINGLE_QUOTED | Style::LITERAL | Style::FOLDED;
-    node.tag == tag::STR
-        || ((node.tag.is_empty() || node.tag == "!") && node.style.bits() & quoted.bits() != 0)
+    node.tag() == tag::STR
+        || ((node.tag().is_empty() || node.tag() == "!") && node.style.bits() & quoted.bits() != 0)
 }
 
 fn resolve_scalar(node: &Node) -> Result<(String, Resolved<'_>), DecodeError> {
     if indicated_string(node) {
         return Ok((tag::STR.to_owned(), Resolved::Str(&node.value)));
     }
-    let explicit = normalize_tag(&node.tag);
+    let explicit = normalize_tag(node.tag());
     let resolvable = matches!(
         explicit.as_str(),
         "" | tag::STR | tag::BOOL | tag::INT | tag::FLOAT | tag::NULL | tag::TIMESTAMP
@@ -475,14 +475,14 @@ impl<'a, 'de> NodeDeserializer<'a, 'de> {
     }
 
     fn mismatch(node: &Node, expected: &str) -> DecodeError {
-        let found_tag = if node.tag.is_empty() {
+        let found_tag = if node.tag().is_empty() {
             match node.kind {
                 NodeKind::Mapping => tag::MAP.to_owned(),
                 NodeKind::Sequence => tag::SEQ.to_owned(),
                 _ => resolve_plain(&node.value).to_owned(),
             }
         } else {
-            normalize_tag(&node.tag)
+            normalize_tag(node.tag())
         };
         let value = (node.kind == NodeKind::Scalar).then(|| node.value.as_str().to_owned());
         DecodeError::at(
@@ -663,7 +663,7 @@ fn count_nodes(node: &Node) -> usize {
 fn is_merge_key(key: &Node) -> bool {
     key.kind == NodeKind::Scalar
         && key.value == "<<"
-        && (key.tag.is_empty() || key.tag == "!" || key.tag == tag::MERGE)
+        && (key.tag().is_empty() || key.tag() == "!" || key.tag() == tag::MERGE)
         && !key.style.contains(Style::DOUBLE_QUOTED)
         && !key.style.contains(Style::SINGLE_QUOTED)
 }
@@ -1204,7 +1204,7 @@ mod tests {
     fn sequence(line: u32, items: Vec<Node>) -> Node {
         let mut node = Node::new_sequence();
         node.line = line;
-        node.content = items;
+        node.content = items.into();
         node
     }
 
@@ -1470,11 +1470,11 @@ mod tests {
                 (key("count", 3), plain("3", 3)),
             ],
         );
-        base.anchor = "b".into();
+        base.set_anchor("b");
         let mut alias = Node::new_scalar("", "b");
         alias.kind = crate::yaml::node::NodeKind::Alias;
         let mut merge_key = key("<<", 5);
-        merge_key.tag = std::borrow::Cow::Borrowed(tag::MERGE);
+        merge_key.set_tag(tag::MERGE);
         let merged = mapping(
             5,
             vec![

@@ -235,7 +235,7 @@ impl<'a> Encoder<'a> {
             .with_pieces(self.pieces.as_deref_mut());
         if node.kind == NodeKind::Document {
             let mut start = Event::new(EventKind::DocumentStart);
-            start.head_comment = &node.head_comment;
+            start.head_comment = node.head_comment();
             events.push(start);
             if node.content.is_empty() {
                 // go-yaml would fail on a document without content; write
@@ -246,7 +246,7 @@ impl<'a> Encoder<'a> {
                 push_node(&mut events, child, "", false, splice);
             }
             let mut end = Event::new(EventKind::DocumentEnd);
-            end.foot_comment = &node.foot_comment;
+            end.foot_comment = node.foot_comment();
             events.push(end);
         } else {
             events.push(Event::new(EventKind::DocumentStart));
@@ -363,12 +363,12 @@ pub fn spliced_item_fingerprint(item: &SplicedItem<'_>, out: &mut Vec<u8>) -> bo
             }
         }
         let texts: [&str; 6] = [
-            &node.tag,
+            node.tag(),
             &node.value,
-            &node.anchor,
-            &node.head_comment,
-            &node.line_comment,
-            &node.foot_comment,
+            node.anchor(),
+            node.head_comment(),
+            node.line_comment(),
+            node.foot_comment(),
         ];
         // Which texts follow (most nodes have no comment and no anchor).
         let present = texts.iter().enumerate().fold(0u8, |mask, (i, text)| {
@@ -379,7 +379,7 @@ pub fn spliced_item_fingerprint(item: &SplicedItem<'_>, out: &mut Vec<u8>) -> bo
             out.extend_from_slice(&(text.len() as u32).to_le_bytes());
             out.extend_from_slice(text.as_bytes());
         }
-        let mut foot = !node.foot_comment.is_empty();
+        let mut foot = !node.foot_comment().is_empty();
         if node.kind == NodeKind::Mapping {
             let omitted = |key: &Node| {
                 edits.iter().any(
@@ -443,8 +443,8 @@ fn push_node<'n>(
     }
     // Drop the tag when it was not written explicitly and leaving it out
     // does not change how the value reads back (go-yaml encode.go).
-    let stag: &str = &node.tag;
-    let mut write_tag = !node.tag.is_empty();
+    let stag: &str = node.tag();
+    let mut write_tag = !node.tag().is_empty();
     let mut force_quoting = false;
     if write_tag && !node.style.contains(Style::TAGGED) {
         match node.kind {
@@ -471,8 +471,8 @@ fn push_node<'n>(
         }
     }
     // The emitter shortens a long `tag:yaml.org,2002:` tag itself.
-    let event_tag: &'n str = if write_tag { &node.tag } else { "" };
-    let foot: &'n str = if drop_foot { "" } else { &node.foot_comment };
+    let event_tag: &'n str = if write_tag { node.tag() } else { "" };
+    let foot: &'n str = if drop_foot { "" } else { node.foot_comment() };
 
     match node.kind {
         NodeKind::Document => {
@@ -484,10 +484,10 @@ fn push_node<'n>(
         }
         NodeKind::Sequence => {
             let mut start = Event::new(EventKind::SequenceStart);
-            start.anchor = &node.anchor;
+            start.anchor = node.anchor();
             start.tag = event_tag;
             start.flow = node.style.contains(Style::FLOW);
-            start.head_comment = &node.head_comment;
+            start.head_comment = node.head_comment();
             events.push(start);
             let block = !node.style.contains(Style::FLOW);
             match splice.items {
@@ -509,16 +509,16 @@ fn push_node<'n>(
                 }
             }
             let mut end = Event::new(EventKind::SequenceEnd);
-            end.line_comment = &node.line_comment;
+            end.line_comment = node.line_comment();
             end.foot_comment = foot;
             events.push(end);
         }
         NodeKind::Mapping => {
             let mut start = Event::new(EventKind::MappingStart);
-            start.anchor = &node.anchor;
+            start.anchor = node.anchor();
             start.tag = event_tag;
             start.flow = node.style.contains(Style::FLOW);
-            start.head_comment = &node.head_comment;
+            start.head_comment = node.head_comment();
             start.tail_comment = tail;
             events.push(start);
             // A key's foot comment is held back and written after the key's
@@ -533,20 +533,20 @@ fn push_node<'n>(
                     continue;
                 }
                 push_node(events, key, key_tail, true, splice);
-                key_tail = &key.foot_comment;
+                key_tail = key.foot_comment();
                 push_node(events, value, "", false, splice);
             }
             let mut end = Event::new(EventKind::MappingEnd);
             end.tail_comment = key_tail;
-            end.line_comment = &node.line_comment;
+            end.line_comment = node.line_comment();
             end.foot_comment = foot;
             events.push(end);
         }
         NodeKind::Alias => {
             let mut alias = Event::new(EventKind::Alias);
             alias.anchor = &node.value;
-            alias.head_comment = &node.head_comment;
-            alias.line_comment = &node.line_comment;
+            alias.head_comment = node.head_comment();
+            alias.line_comment = node.line_comment();
             alias.foot_comment = foot;
             events.push(alias);
         }
@@ -567,12 +567,12 @@ fn push_node<'n>(
                 ScalarStyle::Plain
             };
             let mut scalar = Event::new(EventKind::Scalar);
-            scalar.anchor = &node.anchor;
+            scalar.anchor = node.anchor();
             scalar.tag = event_tag;
             scalar.value = &node.value;
             scalar.style = style;
-            scalar.head_comment = &node.head_comment;
-            scalar.line_comment = &node.line_comment;
+            scalar.head_comment = node.head_comment();
+            scalar.line_comment = node.line_comment();
             scalar.foot_comment = foot;
             scalar.tail_comment = tail;
             events.push(scalar);
@@ -777,10 +777,10 @@ mod tests {
     #[test]
     fn comments_head_line_foot() {
         let mut name_key = Node::new_string("name");
-        name_key.head_comment = "# head of name".into();
-        name_key.foot_comment = "# foot of name".into();
+        name_key.set_head_comment("# head of name");
+        name_key.set_foot_comment("# foot of name");
         let mut value = plain("x");
-        value.line_comment = "# line".into();
+        value.set_line_comment("# line");
         let mut map = Node::new_mapping();
         map.content.push(name_key);
         map.content.push(value);
@@ -788,8 +788,8 @@ mod tests {
         map.content.push(plain("y"));
         let root = key_values(vec![("metadata", map), ("next", plain("z"))]);
         let mut doc = Node::new_document(root);
-        doc.head_comment = "# doc head".into();
-        doc.foot_comment = "# doc foot".into();
+        doc.set_head_comment("# doc head");
+        doc.set_foot_comment("# doc foot");
         assert_eq!(
             to_string(&doc, SeqIndent::Compact),
             "# doc head\n\nmetadata:\n  # head of name\n  name: x # line\n  # foot of name\n\n  other: y\nnext: z\n\n# doc foot\n"
@@ -799,7 +799,7 @@ mod tests {
     #[test]
     fn dash_comment_and_multi_document() {
         let mut key = Node::new_string("name");
-        key.head_comment = "# dash line comment".into();
+        key.set_head_comment("# dash line comment");
         let mut item = Node::new_mapping();
         item.content.push(key);
         item.content.push(plain("x"));
@@ -822,7 +822,7 @@ mod tests {
         let mut flow = Node::new_sequence();
         flow.style = Style::FLOW;
         let mut anchored = plain("x");
-        anchored.anchor = "anc".into();
+        anchored.set_anchor("anc");
         flow.content.push(anchored);
         let mut alias = Node::new_untagged_scalar("anc");
         alias.kind = crate::yaml::node::NodeKind::Alias;
@@ -860,7 +860,7 @@ mod tests {
         ];
         for items in lists {
             let mut list = Node::new_sequence();
-            list.content = items;
+            list.content = items.into();
             let root = key_values(vec![("k", list)]);
             let write = |chunking| {
                 let mut out = String::new();
@@ -962,7 +962,7 @@ mod tests {
                     (prop::collection::vec(inner.clone(), 0..4), any::<bool>()).prop_map(
                         |(items, flow)| {
                             let mut node = Node::new_sequence();
-                            node.content = items;
+                            node.content = items.into();
                             if flow {
                                 node.style = Style::FLOW;
                             }
@@ -1004,13 +1004,13 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             let bits = *seed >> 40;
             if bits & 7 == 0 {
-                node.head_comment = "# head".into();
+                node.set_head_comment("# head");
             }
             if bits & 56 == 0 && node.kind == NodeKind::Scalar {
-                node.line_comment = "# line".into();
+                node.set_line_comment("# line");
             }
             if bits & 448 == 0 {
-                node.foot_comment = "# foot".into();
+                node.set_foot_comment("# foot");
             }
             for child in &mut node.content {
                 with_comments(child, seed);
@@ -1030,7 +1030,7 @@ mod tests {
                 chunk in 1..4usize,
             ) {
                 let mut root = Node::new_sequence();
-                root.content = items;
+                root.content = items.into();
                 let mut seed = seed;
                 with_comments(&mut root, &mut seed);
                 let indent = if wide { SeqIndent::Wide } else { SeqIndent::Compact };

@@ -91,7 +91,7 @@ pub fn string_map<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> 
 /// A slice (block style).
 pub fn sequence(items: Vec<Node>) -> Node {
     let mut node = Node::new_sequence();
-    node.content = items;
+    node.content = items.into();
     node
 }
 

@@ -9,10 +9,10 @@
 //! Mappings store keys and values alternately in `content`, as go-yaml does;
 //! the helper methods below hide that layout for ordinary edits.
 
-use std::borrow::Cow;
 use std::fmt;
 
 pub use compact_str::CompactString;
+pub use thin_vec::{ThinVec, thin_vec};
 
 /// What sort of node this is (go-yaml `Kind`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -115,8 +115,6 @@ impl fmt::Debug for Style {
 
 /// Well-known short tags.
 pub mod tag {
-    use std::borrow::Cow;
-
     /// `!!str`
     pub const STR: &str = "!!str";
     /// `!!int`
@@ -138,195 +136,40 @@ pub mod tag {
     /// `!!map`
     pub const MAP: &str = "!!map";
 
-    /// The tags a node stores as borrowed statics (the binary form writes
-    /// them as their index).
+    /// The tags a node stores as an index (the binary form writes that
+    /// index too); any other tag is kept as text beside the node.
     pub(crate) const KNOWN: [&str; 12] = [
         "", STR, INT, FLOAT, BOOL, NULL, TIMESTAMP, BINARY, MERGE, SEQ, MAP, "!!set",
     ];
-
-    /// `tag` as a node stores it: a borrowed static for the well-known
-    /// tags and the empty tag, an owned copy otherwise.
-    pub fn intern(tag: &str) -> Cow<'static, str> {
-        match KNOWN.iter().find(|known| **known == tag) {
-            Some(known) => Cow::Borrowed(known),
-            None => Cow::Owned(tag.to_owned()),
-        }
-    }
 }
 
-/// A string that is usually empty (a node's anchor and comments): one
-/// pointer wide, and no allocation while empty. A resource tree holds
-/// millions of nodes, and four `String`s per node were a third of its size.
-/// Reads as a `&str` through `Deref`.
-#[derive(Clone, Default)]
-// A boxed `String` (not `Box<str>`): one pointer wide, and appends do not
-// reallocate on every push.
-#[allow(clippy::box_collection)]
-pub struct Text(Option<Box<String>>);
-
-impl PartialEq for Text {
-    fn eq(&self, other: &Text) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for Text {}
-
-impl std::hash::Hash for Text {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
-    }
-}
-
-impl Text {
-    /// The empty text.
-    pub const fn new() -> Text {
-        Text(None)
-    }
-
-    /// The text as a `&str`.
-    pub fn as_str(&self) -> &str {
-        self.0.as_deref().map_or("", String::as_str)
-    }
-
-    /// Appends `text`.
-    pub fn push_str(&mut self, text: &str) {
-        if !text.is_empty() {
-            self.0.get_or_insert_with(Box::default).push_str(text);
-        }
-    }
-
-    /// Appends one character.
-    pub fn push(&mut self, c: char) {
-        self.0.get_or_insert_with(Box::default).push(c);
-    }
-
-    /// Empties the text.
-    pub fn clear(&mut self) {
-        self.0 = None;
-    }
-
-    /// The text as an owned `String`, leaving this one empty.
-    pub fn take_string(&mut self) -> String {
-        self.0.take().map(|boxed| *boxed).unwrap_or_default()
-    }
-}
-
-impl std::ops::Deref for Text {
-    type Target = str;
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl AsRef<str> for Text {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl std::borrow::Borrow<str> for Text {
-    fn borrow(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl From<String> for Text {
-    fn from(text: String) -> Text {
-        if text.is_empty() {
-            Text(None)
-        } else {
-            Text(Some(Box::new(text)))
-        }
-    }
-}
-
-impl From<&str> for Text {
-    fn from(text: &str) -> Text {
-        Text::from(text.to_owned())
-    }
-}
-
-impl From<&String> for Text {
-    fn from(text: &String) -> Text {
-        Text::from(text.as_str())
-    }
-}
-
-impl From<Text> for String {
-    fn from(mut text: Text) -> String {
-        text.take_string()
-    }
-}
-
-impl PartialEq<str> for Text {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for Text {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<String> for Text {
-    fn eq(&self, other: &String) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl PartialEq<Text> for str {
-    fn eq(&self, other: &Text) -> bool {
-        self == other.as_str()
-    }
-}
-
-impl PartialEq<Text> for &str {
-    fn eq(&self, other: &Text) -> bool {
-        *self == other.as_str()
-    }
-}
-
-impl fmt::Debug for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl fmt::Display for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The children of a node: one pointer wide (a sequence's items, or a
+/// mapping's keys and values), with no allocation while empty.
+pub type Content = ThinVec<Node>;
 
 /// One YAML node, as go-yaml v3 models it. Cloning copies the whole subtree.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// A resource tree holds millions of nodes, so a node is 56 bytes: the tag is
+/// an index into [`tag::KNOWN`], and what most nodes lack (a custom tag, an
+/// anchor, comments) sits behind one pointer that stays null until one is
+/// set. Read and set those through the accessors ([`Node::tag`],
+/// [`Node::head_comment`], [`Node::set_anchor`], ...).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Node {
     /// The node's kind.
     pub kind: NodeKind,
     /// Style bits.
     pub style: Style,
-    /// Short tag (`!!str`, `!!map`, a custom `!foo`), or empty when unknown
-    /// (nodes built in code; the encoder then infers it). The well-known
-    /// tags are borrowed statics ([`tag::intern`]), so most nodes clone and
-    /// drop without touching the allocator for their tag.
-    pub tag: Cow<'static, str>,
+    /// Index of the tag in [`tag::KNOWN`], or [`CUSTOM_TAG`] for a tag kept
+    /// in `extras`.
+    tag: u8,
     /// Scalar text with escapes resolved; the anchor name for an alias.
     /// Inline up to 24 bytes: most keys and values are short, so most
     /// scalars cost no allocation of their own (and clone by copy).
     pub value: CompactString,
-    /// Anchor name (`&name`) without the `&`, or empty.
-    pub anchor: Text,
     /// Children: document root, sequence items, or alternating map keys and values.
-    pub content: Vec<Node>,
-    /// Comment lines before the node, each starting with `#`, joined by `\n`.
-    pub head_comment: Text,
-    /// Comment at the end of the node's line, starting with `#`.
-    pub line_comment: Text,
-    /// Comment lines after the node, joined by `\n`.
-    pub foot_comment: Text,
+    pub content: Content,
+    extras: Extras,
     /// 1-based line of the node in its source piece (0 for nodes built in code).
     pub line: u32,
     /// 1-based column of the node in its source piece (0 for nodes built in code).
@@ -336,21 +179,214 @@ pub struct Node {
     pub offset: u32,
 }
 
+/// `Node::tag` for a tag that is not one of [`tag::KNOWN`].
+const CUSTOM_TAG: u8 = u8::MAX;
+
+/// A node's rarely set parts, allocated on the first non-empty one.
+#[derive(Clone, Default)]
+struct Extras(Option<Box<ExtraText>>);
+
+#[derive(Clone, Default, PartialEq, Eq)]
+struct ExtraText {
+    /// A custom tag (`!foo`, `!!python/tuple`).
+    tag: String,
+    /// Anchor name (`&name`) without the `&`.
+    anchor: String,
+    /// Comment lines before the node, each starting with `#`, joined by `\n`.
+    head: String,
+    /// Comment at the end of the node's line, starting with `#`.
+    line: String,
+    /// Comment lines after the node, joined by `\n`.
+    foot: String,
+}
+
+static NO_EXTRAS: ExtraText = ExtraText {
+    tag: String::new(),
+    anchor: String::new(),
+    head: String::new(),
+    line: String::new(),
+    foot: String::new(),
+};
+
+impl Extras {
+    fn get(&self) -> &ExtraText {
+        self.0.as_deref().unwrap_or(&NO_EXTRAS)
+    }
+
+    fn get_mut(&mut self) -> &mut ExtraText {
+        self.0.get_or_insert_with(Box::default)
+    }
+
+    /// Sets one field; setting an empty text on a node without extras
+    /// allocates nothing.
+    fn set(&mut self, field: fn(&mut ExtraText) -> &mut String, text: String) {
+        if text.is_empty() && self.0.is_none() {
+            return;
+        }
+        *field(self.get_mut()) = text;
+    }
+
+    fn take(&mut self, field: fn(&mut ExtraText) -> &mut String) -> String {
+        match self.0.as_deref_mut() {
+            Some(extra) => std::mem::take(field(extra)),
+            None => String::new(),
+        }
+    }
+}
+
+impl PartialEq for Extras {
+    fn eq(&self, other: &Extras) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for Extras {}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node")
+            .field("kind", &self.kind)
+            .field("style", &self.style)
+            .field("tag", &self.tag())
+            .field("value", &self.value)
+            .field("anchor", &self.anchor())
+            .field("content", &self.content)
+            .field("head_comment", &self.head_comment())
+            .field("line_comment", &self.line_comment())
+            .field("foot_comment", &self.foot_comment())
+            .field("line", &self.line)
+            .field("column", &self.column)
+            .field("offset", &self.offset)
+            .finish()
+    }
+}
+
 impl Node {
     fn empty(kind: NodeKind, tag: &str) -> Node {
+        let mut node = Node::at(kind, 0, 0, 0);
+        node.set_tag(tag);
+        node
+    }
+
+    /// An empty node of `kind` with no tag, at a source position (1-based
+    /// line and column, byte offset): what the composers start from.
+    pub(crate) fn at(kind: NodeKind, line: u32, column: u32, offset: u32) -> Node {
         Node {
             kind,
             style: Style::PLAIN,
-            tag: tag::intern(tag),
+            tag: 0,
             value: CompactString::const_new(""),
-            anchor: Text::new(),
-            content: Vec::new(),
-            head_comment: Text::new(),
-            line_comment: Text::new(),
-            foot_comment: Text::new(),
-            line: 0,
-            column: 0,
-            offset: 0,
+            content: ThinVec::new(),
+            extras: Extras(None),
+            line,
+            column,
+            offset,
+        }
+    }
+
+    /// Short tag (`!!str`, `!!map`, a custom `!foo`), or empty when unknown
+    /// (nodes built in code; the encoder then infers it).
+    pub fn tag(&self) -> &str {
+        match tag::KNOWN.get(usize::from(self.tag)) {
+            Some(known) => known,
+            None => &self.extras.get().tag,
+        }
+    }
+
+    /// Sets the short tag (see [`Node::tag`]).
+    pub fn set_tag(&mut self, tag: &str) {
+        match tag::KNOWN.iter().position(|known| *known == tag) {
+            Some(index) => {
+                // KNOWN has 12 entries.
+                self.tag = index as u8;
+                if self.extras.0.is_some() {
+                    self.extras.set(|e| &mut e.tag, String::new());
+                }
+            }
+            None => {
+                self.tag = CUSTOM_TAG;
+                self.extras.set(|e| &mut e.tag, tag.to_owned());
+            }
+        }
+    }
+
+    /// Anchor name (`&name`) without the `&`, or empty.
+    pub fn anchor(&self) -> &str {
+        &self.extras.get().anchor
+    }
+
+    /// Sets the anchor name (empty for none).
+    pub fn set_anchor(&mut self, anchor: impl Into<String>) {
+        self.extras.set(|e| &mut e.anchor, anchor.into());
+    }
+
+    /// Comment lines before the node, each starting with `#`, joined by `\n`.
+    pub fn head_comment(&self) -> &str {
+        &self.extras.get().head
+    }
+
+    /// Comment at the end of the node's line, starting with `#`.
+    pub fn line_comment(&self) -> &str {
+        &self.extras.get().line
+    }
+
+    /// Comment lines after the node, joined by `\n`.
+    pub fn foot_comment(&self) -> &str {
+        &self.extras.get().foot
+    }
+
+    /// Replaces the head comment.
+    pub fn set_head_comment(&mut self, comment: impl Into<String>) {
+        self.extras.set(|e| &mut e.head, comment.into());
+    }
+
+    /// Replaces the line comment.
+    pub fn set_line_comment(&mut self, comment: impl Into<String>) {
+        self.extras.set(|e| &mut e.line, comment.into());
+    }
+
+    /// Replaces the foot comment.
+    pub fn set_foot_comment(&mut self, comment: impl Into<String>) {
+        self.extras.set(|e| &mut e.foot, comment.into());
+    }
+
+    /// Takes the head comment, leaving it empty.
+    pub fn take_head_comment(&mut self) -> String {
+        self.extras.take(|e| &mut e.head)
+    }
+
+    /// Takes the line comment, leaving it empty.
+    pub fn take_line_comment(&mut self) -> String {
+        self.extras.take(|e| &mut e.line)
+    }
+
+    /// Takes the foot comment, leaving it empty.
+    pub fn take_foot_comment(&mut self) -> String {
+        self.extras.take(|e| &mut e.foot)
+    }
+
+    /// The head comment, to append to.
+    pub fn head_comment_mut(&mut self) -> &mut String {
+        &mut self.extras.get_mut().head
+    }
+
+    /// The foot comment, to append to.
+    pub fn foot_comment_mut(&mut self) -> &mut String {
+        &mut self.extras.get_mut().foot
+    }
+
+    /// A copy of this node without its children (which can be large).
+    pub fn clone_without_content(&self) -> Node {
+        Node {
+            kind: self.kind,
+            style: self.style,
+            tag: self.tag,
+            value: self.value.clone(),
+            content: ThinVec::new(),
+            extras: self.extras.clone(),
+            line: self.line,
+            column: self.column,
+            offset: self.offset,
         }
     }
 
@@ -398,12 +434,12 @@ impl Node {
     pub fn same_content(&self, other: &Node) -> bool {
         self.kind == other.kind
             && self.style == other.style
-            && self.tag == other.tag
+            && self.tag() == other.tag()
             && self.value == other.value
-            && self.anchor == other.anchor
-            && self.head_comment == other.head_comment
-            && self.line_comment == other.line_comment
-            && self.foot_comment == other.foot_comment
+            && self.extras.get().anchor == other.extras.get().anchor
+            && self.extras.get().head == other.extras.get().head
+            && self.extras.get().line == other.extras.get().line
+            && self.extras.get().foot == other.extras.get().foot
             && self.content.len() == other.content.len()
             && self
                 .content
@@ -429,7 +465,7 @@ impl Node {
 
     /// True for a scalar that reads as null (`!!null` tag).
     pub fn is_null(&self) -> bool {
-        self.kind == NodeKind::Scalar && self.tag == tag::NULL
+        self.kind == NodeKind::Scalar && self.tag() == tag::NULL
     }
 
     /// kyaml `IsNilOrEmpty`: null, or a mapping or sequence without entries.
@@ -569,35 +605,13 @@ impl Node {
 
 #[cfg(test)]
 mod tests {
-    use super::{Node, Text};
+    use super::Node;
 
-    /// A render holds millions of nodes: keep them small (was 200 bytes
-    /// with `String` comments and `usize` positions).
+    /// A render holds millions of nodes: keep them small (200 bytes with
+    /// `String` comments and `usize` positions, 120 with inline tags, comments
+    /// and a `Vec` of children).
     #[test]
     fn nodes_stay_small() {
-        assert_eq!(std::mem::size_of::<Text>(), 8);
-        assert!(
-            std::mem::size_of::<Node>() <= 120,
-            "{}",
-            std::mem::size_of::<Node>()
-        );
-    }
-
-    #[test]
-    fn text_reads_and_grows_like_a_string() {
-        let mut text = Text::new();
-        assert!(text.is_empty());
-        assert_eq!(text, "");
-        text.push_str("");
-        assert_eq!(text, Text::new(), "pushing nothing allocates nothing");
-        text.push_str("# a");
-        text.push('\n');
-        text.push_str("# b");
-        assert_eq!(text, "# a\n# b");
-        assert_eq!(text.lines().count(), 2);
-        assert_eq!(Text::from(String::new()), Text::new());
-        assert_eq!(String::from(text.clone()), "# a\n# b");
-        assert_eq!(text.take_string(), "# a\n# b");
-        assert!(text.is_empty());
+        assert_eq!(std::mem::size_of::<Node>(), 56);
     }
 }

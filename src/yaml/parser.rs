@@ -400,7 +400,11 @@ impl<'a> Parser<'a> {
         Ok(event)
     }
 
-    fn parse_node(&mut self, block: bool, indentless_sequence: bool) -> Result<Event<'a>, RawError> {
+    fn parse_node(
+        &mut self,
+        block: bool,
+        indentless_sequence: bool,
+    ) -> Result<Event<'a>, RawError> {
         let mut token = self.peek()?;
 
         if token.kind == TokenKind::Alias {

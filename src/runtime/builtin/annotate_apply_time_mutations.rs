@@ -478,7 +478,7 @@ impl CommentScanner<'_> {
     }
 
     fn scan_scalar(&mut self, node: &mut Node) -> Result<(), String> {
-        let comment = node.line_comment.to_string();
+        let comment = node.line_comment().to_string();
         if comment.is_empty() {
             return Ok(());
         }

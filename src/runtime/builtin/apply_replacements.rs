@@ -36,7 +36,7 @@ fn config(config: Option<&Node>) -> Result<Vec<Node>, String> {
     Ok(config
         .get("replacements")
         .filter(|list| list.is_sequence())
-        .map(|list| list.content.clone())
+        .map(|list| list.content.to_vec())
         .unwrap_or_default())
 }
 
@@ -399,9 +399,9 @@ fn set_all(
 fn set_value(target: &mut Node, value: &Node, delimiter: Option<&str>, index: i64) {
     if !target.is_scalar() || !value.is_scalar() {
         let mut copy = value.clone();
-        copy.head_comment = std::mem::take(&mut target.head_comment);
-        copy.line_comment = std::mem::take(&mut target.line_comment);
-        copy.foot_comment = std::mem::take(&mut target.foot_comment);
+        copy.set_head_comment(target.take_head_comment());
+        copy.set_line_comment(target.take_line_comment());
+        copy.set_foot_comment(target.take_foot_comment());
         *target = copy;
         return;
     }

@@ -2,13 +2,12 @@
 //! carrying a `# kpt-set: <pattern>` line comment from the setter values in
 //! the function config (spec catalog-functions §7).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use regex::Regex;
 
 use super::sdk::{self, FieldRef, FileRef, FnResult, Outcome, ResourceList, go_quote};
-use crate::yaml::node::{Node, NodeKind, Style};
+use crate::yaml::node::{Node, NodeKind, Style, ThinVec};
 
 const MARKER: &str = "# kpt-set: ";
 
@@ -127,7 +126,7 @@ fn set_scalar(
     path: &str,
     changes: &mut Vec<(String, String)>,
 ) -> Result<(), String> {
-    let Some(pattern) = pattern_of(&node.line_comment).map(str::to_owned) else {
+    let Some(pattern) = pattern_of(node.line_comment()).map(str::to_owned) else {
         return Ok(());
     };
     let names = names_in(&pattern);
@@ -161,7 +160,7 @@ fn set_scalar(
         }
     }
     node.value = value.as_str().into();
-    node.tag = Cow::Borrowed("");
+    node.set_tag("");
     if value.is_empty() {
         node.style = Style::DOUBLE_QUOTED;
     }
@@ -211,8 +210,8 @@ fn set_array(
     path: &str,
     changes: &mut Vec<(String, String)>,
 ) -> Result<(), String> {
-    let on_key = pattern_of(&key.line_comment).map(str::to_owned);
-    let on_value = pattern_of(&value.line_comment).map(str::to_owned);
+    let on_key = pattern_of(key.line_comment()).map(str::to_owned);
+    let on_value = pattern_of(value.line_comment()).map(str::to_owned);
     let Some(pattern) = on_key.or(on_value) else {
         return Ok(());
     };
@@ -233,7 +232,7 @@ fn set_array(
         .map(|document| document.root().clone());
     let elements = match parsed {
         Some(node) if node.is_sequence() => node.content,
-        None if setter_value.trim().is_empty() => Vec::new(),
+        None if setter_value.trim().is_empty() => ThinVec::new(),
         _ => {
             return Err(format!(
                 "input to array setter must be an array of values, but found {}",
@@ -245,10 +244,10 @@ fn set_array(
     sequence.content = elements;
     if sequence.content.is_empty() {
         sequence.style = Style::FLOW;
-        sequence.line_comment = comment.into();
-        key.line_comment.clear();
+        sequence.set_line_comment(comment);
+        key.set_line_comment("");
     } else {
-        key.line_comment = comment.into();
+        key.set_line_comment(comment);
     }
     *value = sequence;
     changes.push((path.to_owned(), setter_value.clone()));

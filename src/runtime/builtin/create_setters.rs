@@ -164,10 +164,10 @@ impl Setters {
         let comment = format!("kpt-set: ${{{name}}}");
         // A flow sequence keeps the comment only while it is empty.
         if value.style.contains(Style::FLOW) && values.is_empty() {
-            value.line_comment = format!("# {comment}").into();
+            value.set_line_comment(format!("# {comment}"));
         } else {
             value.style.remove(Style::FLOW);
-            key.line_comment = format!("# {comment}").into();
+            key.set_line_comment(format!("# {comment}"));
         }
         added.push(Added {
             path: field,
@@ -188,7 +188,7 @@ impl Setters {
             return;
         }
         let comment = format!("kpt-set: {replaced}");
-        node.line_comment = format!("# {comment}").into();
+        node.set_line_comment(format!("# {comment}"));
         added.push(Added {
             path: path.strip_prefix('.').unwrap_or(path).to_owned(),
             value: node.value.to_string(),

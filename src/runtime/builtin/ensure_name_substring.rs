@@ -768,10 +768,10 @@ fn walk(
             };
             if let Some((kind, new_tag)) = expected
                 && field.kind == NodeKind::Scalar
-                && field.tag == tag::NULL
+                && field.tag() == tag::NULL
             {
                 field.kind = kind;
-                field.tag = tag::intern(new_tag);
+                field.set_tag(new_tag);
                 if kind != NodeKind::Scalar {
                     field.value = Default::default();
                 }

@@ -1174,7 +1174,7 @@ impl Walker<'_> {
     /// shorthand when it names a setter or substitution of the package,
     /// else any non-empty JSON object.
     fn comment_schema(&self, node: &Node) -> Option<Value> {
-        let comment = [node.line_comment.as_str(), node.head_comment.as_str()]
+        let comment = [node.line_comment(), node.head_comment()]
             .into_iter()
             .find(|comment| !comment.is_empty())?;
         let comment = comment.trim_start_matches('#');
@@ -1225,13 +1225,13 @@ impl Walker<'_> {
             return Ok(());
         };
         if let Some(setter) = &extension.setter {
-            node.line_comment = format!("# kpt-set: ${{{}}}", setter.name).into();
+            node.set_line_comment(format!("# kpt-set: ${{{}}}", setter.name));
             return Ok(());
         }
         if let Some(substitution) = &extension.substitution {
             let mut visited = BTreeSet::new();
             let pattern = self.substitute(substitution, &mut visited)?;
-            node.line_comment = format!("# kpt-set: {pattern}").into();
+            node.set_line_comment(format!("# kpt-set: {pattern}"));
         }
         Ok(())
     }
@@ -1338,12 +1338,12 @@ fn visit_mapping(node: &mut Node) {
         if value.kind != NodeKind::Sequence || value.content.is_empty() {
             continue;
         }
-        let comment = key.line_comment.to_string();
+        let comment = key.line_comment().to_string();
         for prefix in PREFIXES {
             if comment.contains(prefix) {
                 let name = comment.strip_prefix(prefix).unwrap_or(&comment);
                 let name = name.strip_suffix("\"}").unwrap_or(name);
-                key.line_comment = format!("# kpt-set: ${{{name}}}").into();
+                key.set_line_comment(format!("# kpt-set: ${{{name}}}"));
             }
         }
     }

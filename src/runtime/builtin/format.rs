@@ -343,7 +343,7 @@ fn format_non_string_style(node: &mut Node, schema: &Value) {
         node.style = Style::PLAIN;
         return;
     }
-    node.tag = tag.into();
+    node.set_tag(tag);
 }
 
 #[cfg(test)]

@@ -134,9 +134,9 @@ fn scalar(node: &Node, yaml11: bool) -> Instance {
         | Style::LITERAL.bits()
         | Style::FOLDED.bits();
     let explicit = node
-        .tag
+        .tag()
         .strip_prefix("tag:yaml.org,2002:")
-        .map_or_else(|| node.tag.to_string(), |rest| format!("!!{rest}"));
+        .map_or_else(|| node.tag().to_string(), |rest| format!("!!{rest}"));
     let text = node.value.as_str();
     let resolved = if node.style.bits() & quoted != 0 && !node.style.contains(Style::TAGGED) {
         tag::STR

@@ -194,7 +194,7 @@ fn load_at(node: &Node, anchors: &mut HashMap<String, Js>, depth: usize) -> Resu
             for pair in node.content.chunks_exact(2) {
                 let (key, value) = (&pair[0], &pair[1]);
                 let is_merge = key.kind == NodeKind::Scalar
-                    && (key.tag == tag::MERGE || (key.value == "<<" && key.style.is_empty()));
+                    && (key.tag() == tag::MERGE || (key.value == "<<" && key.style.is_empty()));
                 let loaded = load_at(value, anchors, depth + 1)?;
                 if is_merge {
                     let sources = match loaded {
@@ -243,8 +243,8 @@ fn load_at(node: &Node, anchors: &mut HashMap<String, Js>, depth: usize) -> Resu
             Js::Obj(object)
         }
     };
-    if !node.anchor.is_empty() {
-        anchors.insert(node.anchor.as_str().to_owned(), value.clone());
+    if !node.anchor().is_empty() {
+        anchors.insert(node.anchor().to_owned(), value.clone());
     }
     Ok(value)
 }
@@ -254,7 +254,7 @@ fn explicit_tag(node: &Node) -> Option<String> {
     if !node.style.contains(Style::TAGGED) {
         return None;
     }
-    let text = node.tag.as_ref();
+    let text = node.tag();
     Some(
         text.strip_prefix("tag:yaml.org,2002:")
             .map_or_else(|| text.to_owned(), |rest| format!("!!{rest}")),
@@ -793,7 +793,7 @@ pub(crate) fn string_node(text: &str, is_key: bool) -> Node {
     node.style = string_style(text, is_key);
     if node.style == Style::PLAIN {
         // Plain text kyaml reads with its own (YAML 1.2) rules.
-        node.tag = tag::intern(resolve_plain(text));
+        node.set_tag(resolve_plain(text));
     }
     node
 }

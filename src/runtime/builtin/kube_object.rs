@@ -83,7 +83,7 @@ pub(crate) fn go_string(node: Option<&Node>) -> String {
 }
 
 pub(crate) fn is_string(node: &Node) -> bool {
-    node.is_scalar() && (node.tag == tag::STR || node.tag.is_empty())
+    node.is_scalar() && (node.tag() == tag::STR || node.tag().is_empty())
 }
 
 /// The SDK's `GetNestedString`: `Ok("")` when missing, `Err` when a step is

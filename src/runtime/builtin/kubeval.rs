@@ -50,7 +50,7 @@ impl Config {
         let string = |key: &str| -> String {
             let top = config
                 .get(key)
-                .filter(|value| value.is_scalar() && value.tag == tag::STR)
+                .filter(|value| value.is_scalar() && value.tag() == tag::STR)
                 .map(|value| value.value.to_string())
                 .unwrap_or_default();
             if !top.is_empty() {
@@ -73,7 +73,7 @@ impl Config {
         let boolean = |key: &str| -> bool {
             if let Some(value) = config
                 .get(key)
-                .filter(|value| value.is_scalar() && value.tag == tag::BOOL)
+                .filter(|value| value.is_scalar() && value.tag() == tag::BOOL)
             {
                 return value.value.eq_ignore_ascii_case("true");
             }

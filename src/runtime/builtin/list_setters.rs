@@ -176,9 +176,9 @@ impl Setters {
             return;
         }
         let comment = if value.style.contains(Style::FLOW) {
-            value.line_comment.as_str()
+            value.line_comment()
         } else {
-            key.line_comment.as_str()
+            key.line_comment()
         };
         let Some(pattern) = setter_pattern(comment) else {
             return;
@@ -191,10 +191,10 @@ impl Setters {
     }
 
     fn visit_scalar(&mut self, node: &Node) {
-        let Some(pattern) = setter_pattern(node.line_comment.as_str()) else {
+        let Some(pattern) = setter_pattern(node.line_comment()) else {
             return;
         };
-        let kind = node.tag.trim_start_matches("!!").to_owned();
+        let kind = node.tag().trim_start_matches("!!").to_owned();
         for (name, value) in current_values(pattern, &node.value) {
             match self.scalars.get_mut(&name) {
                 Some(scalar) => {

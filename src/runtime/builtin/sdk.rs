@@ -50,7 +50,7 @@ impl ResourceList {
         // Take the subtrees out of the parsed document instead of copying
         // them: the item list can be large.
         let items = match root.get_mut("items") {
-            Some(items) if items.is_sequence() => std::mem::take(&mut items.content),
+            Some(items) if items.is_sequence() => std::mem::take(&mut items.content).into(),
             _ => Vec::new(),
         };
         let function_config = root
@@ -330,7 +330,7 @@ impl Outcome {
         list.set("kind", Node::new_string("ResourceList"));
         if !self.items.is_empty() || !self.sort_items {
             let mut items = Node::new_sequence();
-            items.content = self.items;
+            items.content = self.items.into();
             list.set("items", items);
         }
         if let Some(config) = self.function_config {
@@ -339,7 +339,7 @@ impl Outcome {
         if !self.results.is_empty() || !self.raw_results.is_empty() {
             let mut results = Node::new_sequence();
             results.content = self.results.iter().map(FnResult::to_node).collect();
-            results.content.append(&mut self.raw_results);
+            results.content.extend(self.raw_results.drain(..));
             list.set("results", results);
         }
         FunctionResponse {
@@ -383,7 +383,7 @@ impl Outcome {
         } else {
             let mut results = Node::new_sequence();
             results.content = self.results.iter().map(FnResult::to_node).collect();
-            results.content.append(&mut self.raw_results);
+            results.content.extend(self.raw_results.drain(..));
             Some(results)
         };
         NativeOutcome {
@@ -546,9 +546,9 @@ pub(crate) fn split_api_version(api_version: &str) -> (&str, &str) {
 /// field setters do: the old node's style is lost, its comments are kept.
 pub(crate) fn replace_with_string(slot: &mut Node, value: &str) {
     let mut node = Node::new_string(value);
-    node.head_comment = std::mem::take(&mut slot.head_comment);
-    node.line_comment = std::mem::take(&mut slot.line_comment);
-    node.foot_comment = std::mem::take(&mut slot.foot_comment);
+    node.set_head_comment(slot.take_head_comment());
+    node.set_line_comment(slot.take_line_comment());
+    node.set_foot_comment(slot.take_foot_comment());
     *slot = node;
 }
 
@@ -601,8 +601,8 @@ pub(crate) fn set_annotations_map(item: &mut Node, annotations: &BTreeMap<String
 
 /// The tag a scalar reads as: its own, else resolved from a plain text.
 pub(crate) fn effective_tag(node: &Node) -> &str {
-    if !node.tag.is_empty() {
-        node.tag.as_ref()
+    if !node.tag().is_empty() {
+        node.tag()
     } else if node.style.is_empty() {
         crate::yaml::resolve::resolve_plain(&node.value)
     } else {
@@ -655,7 +655,7 @@ pub(crate) fn is_value_non_string(text: &str) -> bool {
         return true;
     }
     if root.style.contains(crate::yaml::Style::TAGGED) {
-        return root.tag != tag::STR;
+        return root.tag() != tag::STR;
     }
     if !root.style.is_empty() {
         return false;

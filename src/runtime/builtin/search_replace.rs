@@ -4,7 +4,6 @@
 
 use globset::GlobBuilder;
 use regex::Regex;
-use std::borrow::Cow;
 
 use super::sdk::{self, FieldRef, FileRef, FnResult, Outcome, ResourceList, go_quote};
 use crate::yaml::node::{Node, NodeKind, Style};
@@ -276,12 +275,12 @@ fn walk(
             if let Some(comment) = &config.put_comment {
                 let comment =
                     resolve_pattern(config.by_value_regex.as_ref(), &node.value, comment)?;
-                node.line_comment = comment_text(&comment).into();
+                node.set_line_comment(comment_text(&comment));
             }
             if let Some(put) = &config.put_value {
                 let new_value = resolve_pattern(config.by_value_regex.as_ref(), &node.value, put)?;
                 node.value = new_value.into();
-                node.tag = Cow::Borrowed("");
+                node.set_tag("");
             }
             let rendered = to_string(node, SeqIndent::Compact).trim().to_owned();
             matches.push((path.clone(), rendered));
@@ -320,7 +319,7 @@ fn comment_sequences(
         if !config.path_matches(&to_key) {
             continue;
         }
-        key.line_comment = comment_text(comment).into();
+        key.set_line_comment(comment_text(comment));
         let mut flow = value.clone();
         flow.style.insert(Style::FLOW);
         let rendered = to_string(&flow, SeqIndent::Compact).trim().to_owned();
@@ -385,7 +384,7 @@ fn put_path(node: &mut Node, segments: &[&str], value: &str) {
     match current.get_mut(last) {
         Some(existing) if existing.is_scalar() => {
             existing.value = value.into();
-            existing.tag = Cow::Borrowed("");
+            existing.set_tag("");
         }
         Some(existing) => *existing = Node::new_untagged_scalar(value),
         None => current.set(last, Node::new_untagged_scalar(value)),

@@ -2,7 +2,6 @@
 //! F): sets annotations on every item and on the pod templates of workload
 //! kinds, reporting one result per annotated map (spec catalog-functions §3).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::sdk::{
@@ -255,7 +254,7 @@ fn set_entry(map: &mut Node, key: &str, value: &str) {
         && existing.is_scalar()
     {
         existing.value = value.into();
-        existing.tag = Cow::Borrowed(tag::STR);
+        existing.set_tag(tag::STR);
         return;
     }
     let mut node = Node::new_string(value);

@@ -128,7 +128,7 @@ fn project_id_field(config: &Node) -> Result<String, String> {
         let json_kind = match value.kind {
             NodeKind::Sequence => Some("array"),
             NodeKind::Mapping => Some("object"),
-            NodeKind::Scalar => match value.tag.as_ref() {
+            NodeKind::Scalar => match value.tag() {
                 tag::NULL => None,
                 tag::BOOL => Some("bool"),
                 tag::INT | tag::FLOAT => Some("number"),

@@ -217,9 +217,9 @@ fn visit(node: &mut Node, path: &[String], image: &Image, count: &mut usize) -> 
             // A null where the path expects a list becomes an empty one.
             if is_sequence && is_null(field) {
                 let mut list = Node::new_sequence();
-                list.head_comment = std::mem::take(&mut field.head_comment);
-                list.line_comment = std::mem::take(&mut field.line_comment);
-                list.foot_comment = std::mem::take(&mut field.foot_comment);
+                list.set_head_comment(field.take_head_comment());
+                list.set_line_comment(field.take_line_comment());
+                list.set_foot_comment(field.take_foot_comment());
                 *field = list;
             }
             visit(field, rest, image, count)
@@ -264,7 +264,7 @@ fn json_text(node: &Node) -> String {
                 node.style = Style::FLOW;
                 node.content.iter_mut().for_each(jsonish);
             }
-            NodeKind::Scalar if node.tag == tag::STR => node.style = Style::DOUBLE_QUOTED,
+            NodeKind::Scalar if node.tag() == tag::STR => node.style = Style::DOUBLE_QUOTED,
             _ => {}
         }
     }
@@ -318,9 +318,9 @@ fn to_go_json(node: &mut Node) -> Result<(), String> {
                 _ => None,
             };
             let mut replacement = number.unwrap_or_else(|| string_node(&text));
-            replacement.head_comment = std::mem::take(&mut node.head_comment);
-            replacement.line_comment = std::mem::take(&mut node.line_comment);
-            replacement.foot_comment = std::mem::take(&mut node.foot_comment);
+            replacement.set_head_comment(node.take_head_comment());
+            replacement.set_line_comment(node.take_line_comment());
+            replacement.set_foot_comment(node.take_foot_comment());
             *node = replacement;
         }
         _ => {}

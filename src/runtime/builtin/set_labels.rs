@@ -96,7 +96,7 @@ fn json_kind_other_than_map(node: &Node) -> Option<&'static str> {
     use crate::yaml::node::{NodeKind, tag};
     match node.kind {
         NodeKind::Sequence => Some("array"),
-        NodeKind::Scalar => match node.tag.as_ref() {
+        NodeKind::Scalar => match node.tag() {
             tag::NULL => None,
             tag::BOOL => Some("bool"),
             tag::INT | tag::FLOAT => Some("number"),

@@ -722,8 +722,8 @@ impl<'v> ToValue<'v> {
             return Err(format!("resource nested deeper than {MAX_DEPTH} levels"));
         }
         self.aliases.count(1, via_alias)?;
-        if !node.anchor.is_empty() {
-            self.anchors.insert(node.anchor.to_string(), node.clone());
+        if !node.anchor().is_empty() {
+            self.anchors.insert(node.anchor().to_string(), node.clone());
         }
         let heap = self.heap;
         Ok(match node.kind {
@@ -800,14 +800,14 @@ fn json_to_value<'v>(value: &serde_json::Value, heap: Heap<'v>) -> Value<'v> {
 }
 
 fn scalar_to_value<'v>(node: &Node, heap: Heap<'v>) -> Value<'v> {
-    let effective_tag = if node.tag.is_empty() {
+    let effective_tag = if node.tag().is_empty() {
         if node.style.is_empty() {
             resolve_plain(&node.value)
         } else {
             tag::STR
         }
     } else {
-        node.tag.as_ref()
+        node.tag()
     };
     let text = node.value.as_str();
     match effective_tag {
@@ -996,7 +996,7 @@ pub(crate) fn go_format_float(value: f64) -> String {
 /// go-yaml v3's map key order (`keyList.Less`): numbers before strings,
 /// strings compared with runs of digits read as numbers.
 fn go_key_order(a: &Node, b: &Node) -> Ordering {
-    let rank = |node: &Node| match node.tag.as_ref() {
+    let rank = |node: &Node| match node.tag() {
         tag::BOOL => 1,
         tag::INT | tag::FLOAT => 2,
         tag::STR => 3,
@@ -1396,7 +1396,7 @@ if not all(checks):
             .map(|list| list.content.clone())
             .unwrap_or_default();
         assert_eq!(list[0].value, "true");
-        assert_eq!(list[1].tag, tag::NULL);
+        assert_eq!(list[1].tag(), tag::NULL);
         assert_eq!(list[2].style, Style::DOUBLE_QUOTED);
     }
 

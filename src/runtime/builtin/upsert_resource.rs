@@ -27,7 +27,7 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
     let upserts: Vec<Node> = match &input.function_config {
         Some(config) if config.get_str(&["kind"]) == Some("List") => config
             .get("items")
-            .map(|items| items.content.clone())
+            .map(|items| items.content.to_vec())
             .unwrap_or_default(),
         Some(config) => vec![config.clone()],
         None => Vec::new(),

@@ -8,11 +8,11 @@
 
 use std::collections::HashSet;
 
-use crate::yaml::error::{RawError, YamlError};
-use crate::yaml::node::{Node, NodeKind, Style, Text, tag};
 use super::parser::{Event, EventKind, Parser};
-use crate::yaml::resolve::resolve_plain;
 use super::scanner::{Mark, ScalarStyle, Scanner};
+use crate::yaml::error::{RawError, YamlError};
+use crate::yaml::node::{Node, NodeKind, Style, tag};
+use crate::yaml::resolve::resolve_plain;
 
 /// Parses the first document of `src` as a fresh go-yaml decoder would
 /// (`yaml.NewDecoder(r).Decode(&node)`): returns the Document node, or
@@ -47,7 +47,7 @@ fn is_null_document(doc: &Node) -> bool {
         && doc
             .content
             .first()
-            .is_some_and(|root| root.tag == tag::NULL)
+            .is_some_and(|root| root.tag() == tag::NULL)
 }
 
 /// A collection under construction, with its pending mapping key. Its
@@ -184,7 +184,7 @@ impl<'a> Composer<'a> {
         node.content.push(root);
         let end = self.take()?;
         if end.kind == EventKind::DocumentEnd {
-            node.foot_comment = end.foot_comment.into();
+            node.set_foot_comment(end.foot_comment);
         }
         Ok(node)
     }
@@ -249,24 +249,25 @@ impl<'a> Composer<'a> {
         let block = !frame.node.style.contains(Style::FLOW);
         match frame.key.take() {
             None => {
-                if block && !child.foot_comment.is_empty() {
+                if block && !child.foot_comment().is_empty() {
                     // A foot comment arriving with a key belongs to the
                     // prior value's key (it was dedented below it).
                     let n = self.children.len();
                     if n >= frame.start + 2 {
-                        self.children[n - 2].foot_comment = std::mem::take(&mut child.foot_comment);
+                        let foot = child.take_foot_comment();
+                        self.children[n - 2].set_foot_comment(foot);
                     }
                 }
                 frame.key = Some(child);
             }
             Some(mut key) => {
-                if key.foot_comment.is_empty() && !child.foot_comment.is_empty() {
-                    key.foot_comment = std::mem::take(&mut child.foot_comment);
+                if key.foot_comment().is_empty() && !child.foot_comment().is_empty() {
+                    key.set_foot_comment(child.take_foot_comment());
                 }
                 if self.peek_kind()? == Some(EventKind::TailComment) {
                     let tail = self.take()?;
-                    if key.foot_comment.is_empty() {
-                        key.foot_comment = tail.foot_comment.into();
+                    if key.foot_comment().is_empty() {
+                        key.set_foot_comment(tail.foot_comment);
                     }
                 }
                 self.children.push(key);
@@ -278,16 +279,17 @@ impl<'a> Composer<'a> {
 
     fn finish_collection(&mut self, mut node: Node) -> Result<Node, RawError> {
         let end = self.take()?;
-        node.line_comment = end.line_comment.into();
-        node.foot_comment = end.foot_comment.into();
+        node.set_line_comment(end.line_comment);
+        node.set_foot_comment(end.foot_comment);
         if node.kind == NodeKind::Mapping
             && !node.style.contains(Style::FLOW)
-            && !node.foot_comment.is_empty()
+            && !node.foot_comment().is_empty()
             && node.content.len() > 1
         {
             // A block mapping's own foot comment goes to its last key.
             let n = node.content.len();
-            node.content[n - 2].foot_comment = std::mem::take(&mut node.foot_comment);
+            let foot = node.take_foot_comment();
+            node.content[n - 2].set_foot_comment(foot);
         }
         Ok(node)
     }
@@ -295,7 +297,7 @@ impl<'a> Composer<'a> {
     fn anchor(&mut self, node: &mut Node, anchor: String) {
         if !anchor.is_empty() {
             self.anchors.insert(anchor.clone());
-            node.anchor = anchor.into();
+            node.set_anchor(anchor);
         }
     }
 }
@@ -317,25 +319,22 @@ fn position(value: i64) -> u32 {
 }
 
 fn new_node(kind: NodeKind, default_tag: &str, event: &mut Event) -> Node {
-    let (tag, style) = if !event.tag.is_empty() && event.tag != "!" {
-        (tag::intern(&short_tag(&event.tag)), Style::TAGGED)
-    } else {
-        (tag::intern(default_tag), Style::PLAIN)
-    };
-    Node {
+    let mut node = Node::at(
         kind,
-        style,
-        tag,
-        value: crate::yaml::node::CompactString::const_new(""),
-        anchor: Text::new(),
-        content: Vec::new(),
-        head_comment: std::mem::take(&mut event.head_comment).into(),
-        line_comment: std::mem::take(&mut event.line_comment).into(),
-        foot_comment: std::mem::take(&mut event.foot_comment).into(),
-        line: position(event.start.line),
-        column: position(event.start.column),
-        offset: u32::try_from(event.start.offset).unwrap_or(u32::MAX),
+        position(event.start.line),
+        position(event.start.column),
+        u32::try_from(event.start.offset).unwrap_or(u32::MAX),
+    );
+    if !event.tag.is_empty() && event.tag != "!" {
+        node.set_tag(&short_tag(&event.tag));
+        node.style = Style::TAGGED;
+    } else {
+        node.set_tag(default_tag);
     }
+    node.set_head_comment(std::mem::take(&mut event.head_comment));
+    node.set_line_comment(std::mem::take(&mut event.line_comment));
+    node.set_foot_comment(std::mem::take(&mut event.foot_comment));
+    node
 }
 
 /// `tag:yaml.org,2002:x` → `!!x`; other tags unchanged.

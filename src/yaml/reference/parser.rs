@@ -11,8 +11,8 @@
 
 use std::borrow::Cow;
 
-use crate::yaml::error::RawError;
 use super::scanner::{Mark, ScalarStyle, Scanner, TokenKind};
+use crate::yaml::error::RawError;
 
 /// Event types (libyaml `yaml_event_type_t` plus go-yaml's tail comment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
