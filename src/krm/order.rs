@@ -151,8 +151,8 @@ pub(crate) fn rearrange_sequence_items(sequence: &mut Node) {
         }
         if !first.head_comment().is_empty() {
             let moved = item.content[0].take_head_comment();
-            item.head_comment_mut().push('\n');
-            item.head_comment_mut().push_str(&moved);
+            let head = format!("{}\n{moved}", item.head_comment());
+            item.set_head_comment(head);
         }
     }
 }

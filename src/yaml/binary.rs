@@ -13,7 +13,7 @@
 //! value, the present texts (anchor, head, line, foot comments), line,
 //! column and offset as varints, and the number of children.
 
-use super::node::{CompactString, Node, NodeKind, Style, ThinVec, tag};
+use super::node::{EcoString, Node, NodeKind, Style, ThinVec, tag};
 
 /// Magic prefix; bumped when the layout changes.
 const MAGIC: &[u8; 4] = b"KRN1";
@@ -139,7 +139,7 @@ impl<'a> Reader<'a> {
             OTHER_TAG => self.str()?,
             index => tag::KNOWN.get(usize::from(index))?,
         };
-        let value = CompactString::from(self.str()?);
+        let value = EcoString::from(self.str()?);
         let mut texts = [""; 4];
         for (text, bit) in texts
             .iter_mut()

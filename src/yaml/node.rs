@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-pub use compact_str::CompactString;
+pub use ecow::EcoString;
 pub use thin_vec::{ThinVec, thin_vec};
 
 /// What sort of node this is (go-yaml `Kind`).
@@ -149,7 +149,7 @@ pub type Content = ThinVec<Node>;
 
 /// One YAML node, as go-yaml v3 models it. Cloning copies the whole subtree.
 ///
-/// A resource tree holds millions of nodes, so a node is 56 bytes: the tag is
+/// A resource tree holds millions of nodes, so a node is 48 bytes: the tag is
 /// an index into [`tag::KNOWN`], and what most nodes lack (a custom tag, an
 /// anchor, comments) sits behind one pointer that stays null until one is
 /// set. Read and set those through the accessors ([`Node::tag`],
@@ -164,9 +164,10 @@ pub struct Node {
     /// in `extras`.
     tag: u8,
     /// Scalar text with escapes resolved; the anchor name for an alias.
-    /// Inline up to 24 bytes: most keys and values are short, so most
-    /// scalars cost no allocation of their own (and clone by copy).
-    pub value: CompactString,
+    /// 16 bytes, inline up to 15: most keys and values are short, so most
+    /// scalars cost no allocation of their own (and longer ones clone by
+    /// sharing).
+    pub value: EcoString,
     /// Children: document root, sequence items, or alternating map keys and values.
     pub content: Content,
     extras: Extras,
@@ -182,61 +183,105 @@ pub struct Node {
 /// `Node::tag` for a tag that is not one of [`tag::KNOWN`].
 const CUSTOM_TAG: u8 = u8::MAX;
 
-/// A node's rarely set parts, allocated on the first non-empty one.
+/// A node's rarely set parts (see [`Field`]), allocated on the first
+/// non-empty one.
 #[derive(Clone, Default)]
 struct Extras(Option<Box<ExtraText>>);
 
+/// The five texts of [`Extras`], in the order they are stored.
+#[derive(Clone, Copy)]
+enum Field {
+    /// A custom tag (`!foo`, `!!python/tuple`).
+    Tag,
+    /// Anchor name (`&name`) without the `&`.
+    Anchor,
+    /// Comment lines before the node, each starting with `#`, joined by `\n`.
+    Head,
+    /// Comment at the end of the node's line, starting with `#`.
+    Line,
+    /// Comment lines after the node, joined by `\n`.
+    Foot,
+}
+
+/// The five texts back to back in one buffer (48 bytes and one text
+/// allocation, where five `String`s took 120 bytes and five).
 #[derive(Clone, Default, PartialEq, Eq)]
 struct ExtraText {
-    /// A custom tag (`!foo`, `!!python/tuple`).
-    tag: String,
-    /// Anchor name (`&name`) without the `&`.
-    anchor: String,
-    /// Comment lines before the node, each starting with `#`, joined by `\n`.
-    head: String,
-    /// Comment at the end of the node's line, starting with `#`.
-    line: String,
-    /// Comment lines after the node, joined by `\n`.
-    foot: String,
+    text: String,
+    /// Where each field ends in `text`. Offsets are `u32`: a node's texts
+    /// past 4 GiB in all would be cut (no input gets near).
+    ends: [u32; 5],
 }
 
 static NO_EXTRAS: ExtraText = ExtraText {
-    tag: String::new(),
-    anchor: String::new(),
-    head: String::new(),
-    line: String::new(),
-    foot: String::new(),
+    text: String::new(),
+    ends: [0; 5],
 };
 
-impl Extras {
-    fn get(&self) -> &ExtraText {
-        self.0.as_deref().unwrap_or(&NO_EXTRAS)
+impl ExtraText {
+    fn range(&self, field: Field) -> std::ops::Range<usize> {
+        let i = field as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        start..self.ends[i] as usize
     }
 
-    fn get_mut(&mut self) -> &mut ExtraText {
-        self.0.get_or_insert_with(Box::default)
+    fn get(&self, field: Field) -> &str {
+        self.text.get(self.range(field)).unwrap_or_default()
+    }
+
+    fn replace(&mut self, field: Field, new: &str) {
+        let range = self.range(field);
+        let room = (u32::MAX as usize).saturating_sub(self.text.len() - range.len());
+        let mut cut = new.len().min(room);
+        while !new.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let new = &new[..cut];
+        let old_len = range.len();
+        self.text.replace_range(range, new);
+        for end in &mut self.ends[field as usize..] {
+            // In range: the buffer stays within u32::MAX bytes (above).
+            *end = (*end as usize + new.len() - old_len) as u32;
+        }
+    }
+}
+
+impl Extras {
+    fn get(&self, field: Field) -> &str {
+        self.0.as_deref().unwrap_or(&NO_EXTRAS).get(field)
     }
 
     /// Sets one field; setting an empty text on a node without extras
-    /// allocates nothing.
-    fn set(&mut self, field: fn(&mut ExtraText) -> &mut String, text: String) {
-        if text.is_empty() && self.0.is_none() {
-            return;
+    /// allocates nothing, and emptying the last one frees them.
+    fn set(&mut self, field: Field, text: &str) {
+        match &mut self.0 {
+            None if text.is_empty() => {}
+            None => {
+                let mut extra = Box::<ExtraText>::default();
+                extra.replace(field, text);
+                self.0 = Some(extra);
+            }
+            Some(extra) => {
+                extra.replace(field, text);
+                if extra.text.is_empty() {
+                    self.0 = None;
+                }
+            }
         }
-        *field(self.get_mut()) = text;
     }
 
-    fn take(&mut self, field: fn(&mut ExtraText) -> &mut String) -> String {
-        match self.0.as_deref_mut() {
-            Some(extra) => std::mem::take(field(extra)),
-            None => String::new(),
+    fn take(&mut self, field: Field) -> String {
+        let text = self.get(field).to_owned();
+        if !text.is_empty() {
+            self.set(field, "");
         }
+        text
     }
 }
 
 impl PartialEq for Extras {
     fn eq(&self, other: &Extras) -> bool {
-        self.get() == other.get()
+        self.0.as_deref().unwrap_or(&NO_EXTRAS) == other.0.as_deref().unwrap_or(&NO_EXTRAS)
     }
 }
 
@@ -275,7 +320,7 @@ impl Node {
             kind,
             style: Style::PLAIN,
             tag: 0,
-            value: CompactString::const_new(""),
+            value: EcoString::new(),
             content: ThinVec::new(),
             extras: Extras(None),
             line,
@@ -289,7 +334,7 @@ impl Node {
     pub fn tag(&self) -> &str {
         match tag::KNOWN.get(usize::from(self.tag)) {
             Some(known) => known,
-            None => &self.extras.get().tag,
+            None => self.extras.get(Field::Tag),
         }
     }
 
@@ -299,80 +344,68 @@ impl Node {
             Some(index) => {
                 // KNOWN has 12 entries.
                 self.tag = index as u8;
-                if self.extras.0.is_some() {
-                    self.extras.set(|e| &mut e.tag, String::new());
-                }
+                self.extras.set(Field::Tag, "");
             }
             None => {
                 self.tag = CUSTOM_TAG;
-                self.extras.set(|e| &mut e.tag, tag.to_owned());
+                self.extras.set(Field::Tag, tag);
             }
         }
     }
 
     /// Anchor name (`&name`) without the `&`, or empty.
     pub fn anchor(&self) -> &str {
-        &self.extras.get().anchor
+        self.extras.get(Field::Anchor)
     }
 
     /// Sets the anchor name (empty for none).
-    pub fn set_anchor(&mut self, anchor: impl Into<String>) {
-        self.extras.set(|e| &mut e.anchor, anchor.into());
+    pub fn set_anchor(&mut self, anchor: impl AsRef<str>) {
+        self.extras.set(Field::Anchor, anchor.as_ref());
     }
 
     /// Comment lines before the node, each starting with `#`, joined by `\n`.
     pub fn head_comment(&self) -> &str {
-        &self.extras.get().head
+        self.extras.get(Field::Head)
     }
 
     /// Comment at the end of the node's line, starting with `#`.
     pub fn line_comment(&self) -> &str {
-        &self.extras.get().line
+        self.extras.get(Field::Line)
     }
 
     /// Comment lines after the node, joined by `\n`.
     pub fn foot_comment(&self) -> &str {
-        &self.extras.get().foot
+        self.extras.get(Field::Foot)
     }
 
     /// Replaces the head comment.
-    pub fn set_head_comment(&mut self, comment: impl Into<String>) {
-        self.extras.set(|e| &mut e.head, comment.into());
+    pub fn set_head_comment(&mut self, comment: impl AsRef<str>) {
+        self.extras.set(Field::Head, comment.as_ref());
     }
 
     /// Replaces the line comment.
-    pub fn set_line_comment(&mut self, comment: impl Into<String>) {
-        self.extras.set(|e| &mut e.line, comment.into());
+    pub fn set_line_comment(&mut self, comment: impl AsRef<str>) {
+        self.extras.set(Field::Line, comment.as_ref());
     }
 
     /// Replaces the foot comment.
-    pub fn set_foot_comment(&mut self, comment: impl Into<String>) {
-        self.extras.set(|e| &mut e.foot, comment.into());
+    pub fn set_foot_comment(&mut self, comment: impl AsRef<str>) {
+        self.extras.set(Field::Foot, comment.as_ref());
     }
 
     /// Takes the head comment, leaving it empty.
     pub fn take_head_comment(&mut self) -> String {
-        self.extras.take(|e| &mut e.head)
+        self.extras.take(Field::Head)
     }
 
     /// Takes the line comment, leaving it empty.
     pub fn take_line_comment(&mut self) -> String {
-        self.extras.take(|e| &mut e.line)
+        self.extras.take(Field::Line)
     }
 
     /// Takes the foot comment, leaving it empty.
     pub fn take_foot_comment(&mut self) -> String {
-        self.extras.take(|e| &mut e.foot)
-    }
-
-    /// The head comment, to append to.
-    pub fn head_comment_mut(&mut self) -> &mut String {
-        &mut self.extras.get_mut().head
-    }
-
-    /// The foot comment, to append to.
-    pub fn foot_comment_mut(&mut self) -> &mut String {
-        &mut self.extras.get_mut().foot
+        self.extras.take(Field::Foot)
     }
 
     /// A copy of this node without its children (which can be large).
@@ -410,14 +443,14 @@ impl Node {
     /// A `!!str` scalar with no style: the encoder quotes it if its text
     /// would otherwise read back as another type (go-yaml's rule for a
     /// `Node{Kind: ScalarNode, Tag: "!!str"}`), as kyaml's `NewStringRNode` does.
-    pub fn new_string(value: impl Into<CompactString>) -> Node {
+    pub fn new_string(value: impl Into<EcoString>) -> Node {
         let mut node = Node::empty(NodeKind::Scalar, tag::STR);
         node.value = value.into();
         node
     }
 
     /// A scalar with the given tag and no style.
-    pub fn new_scalar(tag: &str, value: impl Into<CompactString>) -> Node {
+    pub fn new_scalar(tag: &str, value: impl Into<EcoString>) -> Node {
         let mut node = Node::empty(NodeKind::Scalar, tag);
         node.value = value.into();
         node
@@ -425,7 +458,7 @@ impl Node {
 
     /// A scalar with an empty tag: the encoder treats it as untyped text and
     /// writes it plain where the emitter allows (go-yaml `Node{Kind: ScalarNode}`).
-    pub fn new_untagged_scalar(value: impl Into<CompactString>) -> Node {
+    pub fn new_untagged_scalar(value: impl Into<EcoString>) -> Node {
         Node::new_scalar("", value)
     }
 
@@ -436,10 +469,10 @@ impl Node {
             && self.style == other.style
             && self.tag() == other.tag()
             && self.value == other.value
-            && self.extras.get().anchor == other.extras.get().anchor
-            && self.extras.get().head == other.extras.get().head
-            && self.extras.get().line == other.extras.get().line
-            && self.extras.get().foot == other.extras.get().foot
+            && self.anchor() == other.anchor()
+            && self.head_comment() == other.head_comment()
+            && self.line_comment() == other.line_comment()
+            && self.foot_comment() == other.foot_comment()
             && self.content.len() == other.content.len()
             && self
                 .content
@@ -608,10 +641,42 @@ mod tests {
     use super::Node;
 
     /// A render holds millions of nodes: keep them small (200 bytes with
-    /// `String` comments and `usize` positions, 120 with inline tags, comments
-    /// and a `Vec` of children).
+    /// `String` comments and `usize` positions, 120 with inline tags, comments,
+    /// a `Vec` of children and a 24-byte scalar).
     #[test]
     fn nodes_stay_small() {
-        assert_eq!(std::mem::size_of::<Node>(), 56);
+        assert_eq!(std::mem::size_of::<Node>(), 48);
+    }
+
+    #[test]
+    fn tag_anchor_and_comments_are_set_taken_and_compared_independently() {
+        let plain = Node::new_string("v");
+        let mut node = Node::new_string("v");
+        node.set_foot_comment("# foot");
+        node.set_head_comment("# head\n# more");
+        node.set_tag("!custom");
+        node.set_line_comment("# line");
+        node.set_anchor("a");
+        assert_eq!(node.tag(), "!custom");
+        assert_eq!(node.anchor(), "a");
+        assert_eq!(node.head_comment(), "# head\n# more");
+        assert_eq!(node.line_comment(), "# line");
+        assert_eq!(node.foot_comment(), "# foot");
+        node.set_head_comment("# h");
+        assert_eq!(node.head_comment(), "# h");
+        assert_eq!(node.line_comment(), "# line", "a shorter head moves the rest");
+        assert_eq!(node.take_line_comment(), "# line");
+        assert_eq!(node.line_comment(), "");
+        assert_eq!(node.foot_comment(), "# foot");
+        assert_ne!(node, plain);
+        node.set_tag(super::tag::STR);
+        node.set_anchor("");
+        node.set_head_comment("");
+        node.set_foot_comment(String::new());
+        assert_eq!(node, plain, "emptied extras equal none at all");
+        assert!(node.extras.0.is_none(), "emptying the last text frees them");
+        let mut copy = node.clone_without_content();
+        copy.set_line_comment("# c");
+        assert!(!copy.same_content(&plain));
     }
 }
