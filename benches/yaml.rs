@@ -182,12 +182,18 @@ fn serde_yaml_round_trip(text: &str) -> Vec<String> {
 }
 
 /// Median wall time of `runs` runs of `f`.
-fn measure(runs: usize, mut f: impl FnMut()) -> Duration {
+/// The median time of `runs` calls of `f`. What `f` returns is dropped
+/// after the clock stops: a row times the parse (or the write), not the
+/// freeing of what it built, which would otherwise run on one thread after
+/// a two-thread parse.
+fn measure<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
     let mut times: Vec<Duration> = (0..runs)
         .map(|_| {
             let start = Instant::now();
-            f();
-            start.elapsed()
+            let output = black_box(f());
+            let elapsed = start.elapsed();
+            drop(output);
+            elapsed
         })
         .collect();
     times.sort();
@@ -251,7 +257,7 @@ fn stream_table() {
     let runs = 3;
     let on = |pool: &rayon::ThreadPool| {
         measure(runs, || {
-            black_box(pool.install(|| parse_documents(black_box(&text))).ok());
+            pool.install(|| parse_documents(black_box(&text))).ok()
         })
     };
     let (t1, t2) = (on(&one), on(&two));
@@ -274,13 +280,13 @@ fn stream_table() {
     );
     let emit_on = |pool: &rayon::ThreadPool, list_form: bool| {
         measure(runs, || {
-            black_box(pool.install(|| {
+            pool.install(|| {
                 if list_form {
                     emit_list(&list, black_box(&sequential))
                 } else {
                     emit_stream(black_box(&sequential))
                 }
-            }));
+            })
         })
     };
     let (s1, s2) = (emit_on(&one, false), emit_on(&two, false));
@@ -407,20 +413,14 @@ fn single_thread_table() {
     assert!(reparsed.get("kind").is_some());
 
     let runs = 5;
-    let ours = measure(runs, || {
-        black_box(krender_round_trip(black_box(&text)));
-    });
-    let theirs = measure(runs, || {
-        black_box(serde_yaml_round_trip(black_box(&text)));
-    });
+    let ours = measure(runs, || krender_round_trip(black_box(&text)));
+    let theirs = measure(runs, || serde_yaml_round_trip(black_box(&text)));
     let documents_parsed = parse_documents(&text).expect("corpus parses");
-    let parse_only = measure(runs, || {
-        black_box(parse_documents(black_box(&text)).ok());
-    });
+    let parse_only = measure(runs, || parse_documents(black_box(&text)).ok());
     // The parser as it was before its speed work (the differential tests'
     // reference): the before of the parse row, measured in the same run.
     let reference_parse = measure(runs, || {
-        black_box(krender::yaml::reference::parse_documents(black_box(&text)).ok());
+        krender::yaml::reference::parse_documents(black_box(&text)).ok()
     });
     let emit = |documents: &[Node]| {
         let mut out = String::with_capacity(text.len());
@@ -430,9 +430,7 @@ fn single_thread_table() {
         }
         out
     };
-    let emit_only = measure(runs, || {
-        black_box(emit(black_box(&documents_parsed)));
-    });
+    let emit_only = measure(runs, || emit(black_box(&documents_parsed)));
     let emit_allocations = allocations(|| {
         black_box(emit(&documents_parsed));
     });
@@ -446,9 +444,7 @@ fn single_thread_table() {
             .collect()
     };
     let serde_values = serde_parse(&text);
-    let serde_parse_only = measure(runs, || {
-        black_box(serde_parse(black_box(&text)));
-    });
+    let serde_parse_only = measure(runs, || serde_parse(black_box(&text)));
     let serde_emit_only = measure(runs, || {
         for value in black_box(&serde_values) {
             black_box(serde_yaml::to_string(value).expect("serde_yaml writes"));

@@ -178,8 +178,8 @@ impl<'a> Composer<'a> {
     }
 
     fn document(&mut self) -> Result<Node, RawError> {
-        let mut event = self.take()?;
-        let mut node = new_node(NodeKind::Document, "", &mut event);
+        let event = self.take()?;
+        let mut node = new_node(NodeKind::Document, "", &event);
         let root = self.parse()?;
         node.content.push(root);
         let end = self.take()?;
@@ -190,14 +190,14 @@ impl<'a> Composer<'a> {
     }
 
     fn alias(&mut self) -> Result<Node, RawError> {
-        let mut event = self.take()?;
+        let event = self.take()?;
         if !self.anchors.contains(&event.anchor) {
             return Err(RawError::composer(
                 format!("unknown anchor '{}' referenced", event.anchor),
                 event.start,
             ));
         }
-        let mut node = new_node(NodeKind::Alias, "", &mut event);
+        let mut node = new_node(NodeKind::Alias, "", &event);
         node.value = event.anchor.into();
         Ok(node)
     }
@@ -218,7 +218,7 @@ impl<'a> Composer<'a> {
         } else {
             resolve_plain(&event.value)
         };
-        let mut node = new_node(NodeKind::Scalar, default_tag, &mut event);
+        let mut node = new_node(NodeKind::Scalar, default_tag, &event);
         node.style.insert(style);
         node.value = std::mem::take(&mut event.value).into();
         self.anchor(&mut node, event.anchor);
@@ -226,11 +226,11 @@ impl<'a> Composer<'a> {
     }
 
     fn start_collection(&mut self) -> Result<Node, RawError> {
-        let mut event = self.take()?;
+        let event = self.take()?;
         let mut node = if event.kind == EventKind::MappingStart {
-            new_node(NodeKind::Mapping, tag::MAP, &mut event)
+            new_node(NodeKind::Mapping, tag::MAP, &event)
         } else {
-            new_node(NodeKind::Sequence, tag::SEQ, &mut event)
+            new_node(NodeKind::Sequence, tag::SEQ, &event)
         };
         if event.flow {
             node.style.insert(Style::FLOW);
@@ -318,7 +318,7 @@ fn position(value: i64) -> u32 {
         .saturating_add(1)
 }
 
-fn new_node(kind: NodeKind, default_tag: &'static str, event: &mut Event<'_>) -> Node {
+fn new_node(kind: NodeKind, default_tag: &'static str, event: &Event<'_>) -> Node {
     let mut node = Node::at(
         kind,
         position(event.start.line),
@@ -331,9 +331,9 @@ fn new_node(kind: NodeKind, default_tag: &'static str, event: &mut Event<'_>) ->
     } else {
         node.set_tag(default_tag);
     }
-    node.set_head_comment(std::mem::take(&mut event.head_comment));
-    node.set_line_comment(std::mem::take(&mut event.line_comment));
-    node.set_foot_comment(std::mem::take(&mut event.foot_comment));
+    node.set_head_comment(&event.head_comment);
+    node.set_line_comment(&event.line_comment);
+    node.set_foot_comment(&event.foot_comment);
     node
 }
 

@@ -36,9 +36,6 @@ pub(crate) enum EventKind {
 pub(crate) struct Event<'a> {
     pub(crate) kind: EventKind,
     pub(crate) start: Mark,
-    /// End of the event's text; kept for diagnostics spans.
-    #[allow(dead_code)]
-    pub(crate) end: Mark,
     pub(crate) anchor: String,
     pub(crate) tag: String,
     /// Scalar text, borrowed from the input where the token borrowed it.
@@ -52,11 +49,10 @@ pub(crate) struct Event<'a> {
 }
 
 impl<'a> Event<'a> {
-    fn new(kind: EventKind, start: Mark, end: Mark) -> Event<'a> {
+    fn new(kind: EventKind, start: Mark) -> Event<'a> {
         Event {
             kind,
             start,
-            end,
             anchor: String::new(),
             tag: String::new(),
             value: Cow::Borrowed(""),
@@ -291,7 +287,7 @@ impl<'a> Parser<'a> {
             ));
         }
         self.state = State::ImplicitDocumentStart;
-        let event = Event::new(EventKind::StreamStart, token.start, token.end);
+        let event = Event::new(EventKind::StreamStart, token.start);
         self.skip_token();
         Ok(event)
     }
@@ -338,7 +334,7 @@ impl<'a> Parser<'a> {
                 i -= 1;
             }
 
-            let mut event = Event::new(EventKind::DocumentStart, token.start, token.end);
+            let mut event = Event::new(EventKind::DocumentStart, token.start);
             event.head_comment = head_comment;
             return Ok(event);
         }
@@ -355,13 +351,13 @@ impl<'a> Parser<'a> {
             }
             self.states.push(State::DocumentEnd);
             self.state = State::DocumentContent;
-            let event = Event::new(EventKind::DocumentStart, start, token.end);
+            let event = Event::new(EventKind::DocumentStart, start);
             self.skip_token();
             return Ok(event);
         }
 
         self.state = State::End;
-        let event = Event::new(EventKind::StreamEnd, token.start, token.end);
+        let event = Event::new(EventKind::StreamEnd, token.start);
         self.skip_token();
         Ok(event)
     }
@@ -385,14 +381,12 @@ impl<'a> Parser<'a> {
     fn parse_document_end(&mut self) -> Result<Event<'a>, RawError> {
         let token = self.peek()?;
         let start = token.start;
-        let mut end = token.start;
         if token.kind == TokenKind::DocumentEnd {
-            end = token.end;
             self.skip_token();
         }
         self.tag_directives.clear();
         self.state = State::DocumentStart;
-        let mut event = Event::new(EventKind::DocumentEnd, start, end);
+        let mut event = Event::new(EventKind::DocumentEnd, start);
         self.set_event_comments(&mut event);
         if !event.head_comment.is_empty() && event.foot_comment.is_empty() {
             event.foot_comment = std::mem::take(&mut event.head_comment);
@@ -410,7 +404,7 @@ impl<'a> Parser<'a> {
         if token.kind == TokenKind::Alias {
             self.state = self.pop_state();
             let (name, _, _) = self.take_token_text()?;
-            let mut event = Event::new(EventKind::Alias, token.start, token.end);
+            let mut event = Event::new(EventKind::Alias, token.start);
             event.anchor = name.into_owned();
             self.set_event_comments(&mut event);
             self.skip_token();
@@ -418,7 +412,6 @@ impl<'a> Parser<'a> {
         }
 
         let mut start = token.start;
-        let mut end = token.start;
         let mut anchor = String::new();
         let mut tag_handle = String::new();
         let mut tag_suffix = String::new();
@@ -429,7 +422,6 @@ impl<'a> Parser<'a> {
             let (name, _, _) = self.take_token_text()?;
             anchor = name.into_owned();
             start = token.start;
-            end = token.end;
             self.skip_token();
             token = self.peek()?;
             if token.kind == TokenKind::Tag {
@@ -438,7 +430,6 @@ impl<'a> Parser<'a> {
                 tag_handle = handle.into_owned();
                 tag_suffix = suffix;
                 tag_mark = token.start;
-                end = token.end;
                 self.skip_token();
                 token = self.peek()?;
             }
@@ -449,13 +440,11 @@ impl<'a> Parser<'a> {
             tag_suffix = suffix;
             start = token.start;
             tag_mark = token.start;
-            end = token.end;
             self.skip_token();
             token = self.peek()?;
             if token.kind == TokenKind::Anchor {
                 let (name, _, _) = self.take_token_text()?;
                 anchor = name.into_owned();
-                end = token.end;
                 self.skip_token();
                 token = self.peek()?;
             }
@@ -482,18 +471,16 @@ impl<'a> Parser<'a> {
         }
 
         if indentless_sequence && token.kind == TokenKind::BlockEntry {
-            end = token.end;
             self.state = State::IndentlessSequenceEntry;
-            let mut event = Event::new(EventKind::SequenceStart, start, end);
+            let mut event = Event::new(EventKind::SequenceStart, start);
             event.anchor = anchor;
             event.tag = tag;
             return Ok(event);
         }
         if token.kind == TokenKind::Scalar {
-            end = token.end;
             self.state = self.pop_state();
             let (value, _, style) = self.take_token_text()?;
-            let mut event = Event::new(EventKind::Scalar, start, end);
+            let mut event = Event::new(EventKind::Scalar, start);
             event.anchor = anchor;
             event.tag = tag;
             event.value = value;
@@ -503,9 +490,8 @@ impl<'a> Parser<'a> {
             return Ok(event);
         }
         if token.kind == TokenKind::FlowSequenceStart {
-            end = token.end;
             self.state = State::FlowSequenceFirstEntry;
-            let mut event = Event::new(EventKind::SequenceStart, start, end);
+            let mut event = Event::new(EventKind::SequenceStart, start);
             event.anchor = anchor;
             event.tag = tag;
             event.flow = true;
@@ -513,9 +499,8 @@ impl<'a> Parser<'a> {
             return Ok(event);
         }
         if token.kind == TokenKind::FlowMappingStart {
-            end = token.end;
             self.state = State::FlowMappingFirstKey;
-            let mut event = Event::new(EventKind::MappingStart, start, end);
+            let mut event = Event::new(EventKind::MappingStart, start);
             event.anchor = anchor;
             event.tag = tag;
             event.flow = true;
@@ -523,9 +508,8 @@ impl<'a> Parser<'a> {
             return Ok(event);
         }
         if block && token.kind == TokenKind::BlockSequenceStart {
-            end = token.end;
             self.state = State::BlockSequenceFirstEntry;
-            let mut event = Event::new(EventKind::SequenceStart, start, end);
+            let mut event = Event::new(EventKind::SequenceStart, start);
             event.anchor = anchor;
             event.tag = tag;
             if !self.stem_comment.is_empty() {
@@ -534,9 +518,8 @@ impl<'a> Parser<'a> {
             return Ok(event);
         }
         if block && token.kind == TokenKind::BlockMappingStart {
-            end = token.end;
             self.state = State::BlockMappingFirstKey;
-            let mut event = Event::new(EventKind::MappingStart, start, end);
+            let mut event = Event::new(EventKind::MappingStart, start);
             event.anchor = anchor;
             event.tag = tag;
             if !self.stem_comment.is_empty() {
@@ -546,7 +529,7 @@ impl<'a> Parser<'a> {
         }
         if !anchor.is_empty() || !tag.is_empty() {
             self.state = self.pop_state();
-            let mut event = Event::new(EventKind::Scalar, start, end);
+            let mut event = Event::new(EventKind::Scalar, start);
             event.anchor = anchor;
             event.tag = tag;
             return Ok(event);
@@ -585,7 +568,7 @@ impl<'a> Parser<'a> {
         if token.kind == TokenKind::BlockEnd {
             self.state = self.pop_state();
             self.pop_mark();
-            let event = Event::new(EventKind::SequenceEnd, token.start, token.end);
+            let event = Event::new(EventKind::SequenceEnd, token.start);
             self.skip_token();
             return Ok(event);
         }
@@ -616,7 +599,7 @@ impl<'a> Parser<'a> {
             return Ok(empty_scalar(mark));
         }
         self.state = self.pop_state();
-        Ok(Event::new(EventKind::SequenceEnd, token.start, token.start))
+        Ok(Event::new(EventKind::SequenceEnd, token.start))
     }
 
     /// When a collection starts right under a sequence entry, the head
@@ -656,7 +639,7 @@ impl<'a> Parser<'a> {
         // A tail comment left from the prior mapping value goes with that
         // value, not with the following key.
         if !self.tail_comment.is_empty() {
-            let mut event = Event::new(EventKind::TailComment, token.start, token.end);
+            let mut event = Event::new(EventKind::TailComment, token.start);
             event.foot_comment = std::mem::take(&mut self.tail_comment);
             return Ok(event);
         }
@@ -678,7 +661,7 @@ impl<'a> Parser<'a> {
         if token.kind == TokenKind::BlockEnd {
             self.state = self.pop_state();
             self.pop_mark();
-            let mut event = Event::new(EventKind::MappingEnd, token.start, token.end);
+            let mut event = Event::new(EventKind::MappingEnd, token.start);
             self.set_event_comments(&mut event);
             self.skip_token();
             return Ok(event);
@@ -734,7 +717,7 @@ impl<'a> Parser<'a> {
             }
             if token.kind == TokenKind::Key {
                 self.state = State::FlowSequenceEntryMappingKey;
-                let mut event = Event::new(EventKind::MappingStart, token.start, token.end);
+                let mut event = Event::new(EventKind::MappingStart, token.start);
                 event.flow = true;
                 self.skip_token();
                 return Ok(event);
@@ -745,7 +728,7 @@ impl<'a> Parser<'a> {
         }
         self.state = self.pop_state();
         self.pop_mark();
-        let mut event = Event::new(EventKind::SequenceEnd, token.start, token.end);
+        let mut event = Event::new(EventKind::SequenceEnd, token.start);
         self.set_event_comments(&mut event);
         self.skip_token();
         Ok(event)
@@ -783,7 +766,7 @@ impl<'a> Parser<'a> {
     fn parse_flow_sequence_entry_mapping_end(&mut self) -> Result<Event<'a>, RawError> {
         let token = self.peek()?;
         self.state = State::FlowSequenceEntry;
-        Ok(Event::new(EventKind::MappingEnd, token.start, token.start))
+        Ok(Event::new(EventKind::MappingEnd, token.start))
     }
 
     fn parse_flow_mapping_key(&mut self, first: bool) -> Result<Event<'a>, RawError> {
@@ -826,7 +809,7 @@ impl<'a> Parser<'a> {
         }
         self.state = self.pop_state();
         self.pop_mark();
-        let mut event = Event::new(EventKind::MappingEnd, token.start, token.end);
+        let mut event = Event::new(EventKind::MappingEnd, token.start);
         self.set_event_comments(&mut event);
         self.skip_token();
         Ok(event)
@@ -898,5 +881,5 @@ impl<'a> Parser<'a> {
 
 /// An empty plain scalar (a missing node), without comments.
 fn empty_scalar<'a>(mark: Mark) -> Event<'a> {
-    Event::new(EventKind::Scalar, mark, mark)
+    Event::new(EventKind::Scalar, mark)
 }

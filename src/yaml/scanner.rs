@@ -231,6 +231,27 @@ fn hex_value(b: u8) -> i64 {
     }
 }
 
+/// The index of the first byte that is not printable ASCII, TAB, LF or CR
+/// (those are always allowed). Blocks of 32 bytes are tested without
+/// branching per byte, which the compiler turns into vector compares.
+fn first_non_plain(bytes: &[u8]) -> Option<usize> {
+    let plain = |b: u8| (b.wrapping_sub(b' ') < 0x5F) | (b == b'\t') | (b == b'\n') | (b == b'\r');
+    const BLOCK: usize = 32;
+    let mut blocks = bytes.chunks_exact(BLOCK);
+    for (i, block) in (&mut blocks).enumerate() {
+        if !block.iter().fold(true, |all, &b| all & plain(b)) {
+            return block
+                .iter()
+                .position(|&b| !plain(b))
+                .map(|at| i * BLOCK + at);
+        }
+    }
+    let tail = blocks.remainder();
+    tail.iter()
+        .position(|&b| !plain(b))
+        .map(|at| bytes.len() - tail.len() + at)
+}
+
 /// True if `c` may appear in the input (go-yaml's reader check): TAB, LF,
 /// CR, printable ASCII, NEL, and the BMP/astral ranges minus surrogates,
 /// U+FFFE and U+FFFF.
@@ -273,12 +294,9 @@ impl<'a> Scanner<'a> {
 
     /// Checks the whole input for characters go-yaml's reader rejects.
     pub(crate) fn check_input(src: &str) -> Result<(), RawError> {
-        // Fast path: printable ASCII, TAB, LF and CR are always allowed.
-        let plain = |b: &u8| matches!(b, b' '..=b'~' | b'\t' | b'\n' | b'\r');
-        let Some(first_other) = src.bytes().position(|b| !plain(&b)) else {
+        let Some(start) = first_non_plain(src.as_bytes()) else {
             return Ok(());
         };
-        let start = src[..first_other].len();
         for (offset, c) in src[start..].char_indices().map(|(i, c)| (i + start, c)) {
             if !is_allowed_char(c) {
                 let line = src[..offset].bytes().filter(|&b| b == b'\n').count();
@@ -2079,6 +2097,25 @@ mod tests {
             values,
             vec!["a", "one two\nthree", "b", "x\ty\u{e9}", "c", "it's"]
         );
+    }
+
+    #[test]
+    fn the_first_byte_outside_plain_ascii_is_found_in_and_after_blocks() {
+        for len in [0, 1, 31, 32, 33, 64, 70] {
+            let text = vec![b'a'; len];
+            assert_eq!(super::first_non_plain(&text), None);
+            for at in 0..len {
+                for odd in [0x00, 0x1F, 0x7F, 0x80, 0xC2, 0xFF] {
+                    let mut text = text.clone();
+                    text[at] = odd;
+                    if at + 1 < len {
+                        text[at + 1] = 0x01;
+                    }
+                    assert_eq!(super::first_non_plain(&text), Some(at), "{len} {at} {odd}");
+                }
+            }
+        }
+        assert_eq!(super::first_non_plain(b" ~\t\r\n"), None);
     }
 
     #[test]
