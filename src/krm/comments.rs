@@ -58,15 +58,11 @@ fn copy_with_schema(from: &Node, to: &mut Node, schema: Option<Schema>) -> Resul
 
 /// kyaml's `copy`: each empty slot of `to` takes `from`'s text.
 fn fill_slots(from: &Node, to: &mut Node) {
-    if to.head_comment().is_empty() {
-        to.set_head_comment(from.head_comment());
-    }
-    if to.line_comment().is_empty() {
-        to.set_line_comment(from.line_comment());
-    }
-    if to.foot_comment().is_empty() {
-        to.set_foot_comment(from.foot_comment());
-    }
+    to.fill_empty_comments(
+        from.head_comment(),
+        from.line_comment(),
+        from.foot_comment(),
+    );
 }
 
 /// kyaml `IsMissingOrNull`.

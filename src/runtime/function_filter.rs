@@ -860,15 +860,7 @@ fn restore_in_place(output: &mut Node, documents: &BTreeMap<String, [String; 3]>
         return;
     };
     if let Some([head, line, foot]) = documents.get(&id) {
-        if output.head_comment().is_empty() {
-            output.set_head_comment(head.as_str());
-        }
-        if output.line_comment().is_empty() {
-            output.set_line_comment(line.as_str());
-        }
-        if output.foot_comment().is_empty() {
-            output.set_foot_comment(foot.as_str());
-        }
+        output.fill_empty_comments(head, line, foot);
     }
     rearrange_head_comments(output.root_mut());
     remove_annotation(output, resource::ID);

@@ -401,6 +401,20 @@ impl Node {
         self.extras.set(Field::Foot, comment.as_ref());
     }
 
+    /// Sets each of the three comments that is empty to the given text
+    /// (kyaml's comment copy).
+    pub fn fill_empty_comments(&mut self, head: &str, line: &str, foot: &str) {
+        if self.head_comment().is_empty() {
+            self.set_head_comment(head);
+        }
+        if self.line_comment().is_empty() {
+            self.set_line_comment(line);
+        }
+        if self.foot_comment().is_empty() {
+            self.set_foot_comment(foot);
+        }
+    }
+
     /// Takes the head comment, leaving it empty.
     pub fn take_head_comment(&mut self) -> String {
         self.extras.take(Field::Head)
