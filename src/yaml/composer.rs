@@ -184,21 +184,21 @@ impl<'a> Composer<'a> {
         node.content.push(root);
         let end = self.take()?;
         if end.kind == EventKind::DocumentEnd {
-            node.set_foot_comment(end.foot_comment);
+            node.set_foot_comment(end.foot_comment());
         }
         Ok(node)
     }
 
     fn alias(&mut self) -> Result<Node, RawError> {
         let event = self.take()?;
-        if !self.anchors.contains(&event.anchor) {
+        if !self.anchors.contains(event.anchor()) {
             return Err(RawError::composer(
-                format!("unknown anchor '{}' referenced", event.anchor),
+                format!("unknown anchor '{}' referenced", event.anchor()),
                 event.start,
             ));
         }
         let mut node = new_node(NodeKind::Alias, "", &event);
-        node.value = event.anchor.into();
+        node.value = event.anchor().into();
         Ok(node)
     }
 
@@ -221,7 +221,7 @@ impl<'a> Composer<'a> {
         let mut node = new_node(NodeKind::Scalar, default_tag, &event);
         node.style.insert(style);
         node.value = std::mem::take(&mut event.value).into();
-        self.anchor(&mut node, event.anchor);
+        self.anchor(&mut node, event.anchor());
         Ok(node)
     }
 
@@ -235,7 +235,7 @@ impl<'a> Composer<'a> {
         if event.flow {
             node.style.insert(Style::FLOW);
         }
-        self.anchor(&mut node, event.anchor);
+        self.anchor(&mut node, event.anchor());
         Ok(node)
     }
 
@@ -267,7 +267,7 @@ impl<'a> Composer<'a> {
                 if self.peek_kind()? == Some(EventKind::TailComment) {
                     let tail = self.take()?;
                     if key.foot_comment().is_empty() {
-                        key.set_foot_comment(tail.foot_comment);
+                        key.set_foot_comment(tail.foot_comment());
                     }
                 }
                 self.children.push(key);
@@ -279,8 +279,8 @@ impl<'a> Composer<'a> {
 
     fn finish_collection(&mut self, mut node: Node) -> Result<Node, RawError> {
         let end = self.take()?;
-        node.set_line_comment(end.line_comment);
-        node.set_foot_comment(end.foot_comment);
+        node.set_line_comment(end.line_comment());
+        node.set_foot_comment(end.foot_comment());
         if node.kind == NodeKind::Mapping
             && !node.style.contains(Style::FLOW)
             && !node.foot_comment().is_empty()
@@ -294,9 +294,9 @@ impl<'a> Composer<'a> {
         Ok(node)
     }
 
-    fn anchor(&mut self, node: &mut Node, anchor: String) {
+    fn anchor(&mut self, node: &mut Node, anchor: &str) {
         if !anchor.is_empty() {
-            self.anchors.insert(anchor.clone());
+            self.anchors.insert(anchor.to_owned());
             node.set_anchor(anchor);
         }
     }
@@ -325,15 +325,16 @@ fn new_node(kind: NodeKind, default_tag: &'static str, event: &Event<'_>) -> Nod
         position(event.start.column),
         u32::try_from(event.start.offset).unwrap_or(u32::MAX),
     );
-    if !event.tag.is_empty() && event.tag != "!" {
-        node.set_tag(&short_tag(&event.tag));
+    let event_tag = event.tag();
+    if !event_tag.is_empty() && event_tag != "!" {
+        node.set_tag(&short_tag(event_tag));
         node.style = Style::TAGGED;
     } else {
         node.set_tag(default_tag);
     }
-    node.set_head_comment(&event.head_comment);
-    node.set_line_comment(&event.line_comment);
-    node.set_foot_comment(&event.foot_comment);
+    node.set_head_comment(event.head_comment());
+    node.set_line_comment(event.line_comment());
+    node.set_foot_comment(event.foot_comment());
     node
 }
 

@@ -36,31 +36,87 @@ pub(crate) enum EventKind {
 pub(crate) struct Event<'a> {
     pub(crate) kind: EventKind,
     pub(crate) start: Mark,
-    pub(crate) anchor: String,
-    pub(crate) tag: String,
     /// Scalar text, borrowed from the input where the token borrowed it.
     pub(crate) value: Cow<'a, str>,
     pub(crate) scalar_style: ScalarStyle,
     /// For collections: written in flow style.
     pub(crate) flow: bool,
-    pub(crate) head_comment: String,
-    pub(crate) line_comment: String,
-    pub(crate) foot_comment: String,
+    /// Anchor, tag and comments: most events have none, so they sit behind
+    /// one pointer (an event is moved several times on its way to a node).
+    meta: Option<Box<EventMeta>>,
 }
+
+/// The rarely set parts of an [`Event`].
+#[derive(Clone, Debug, Default)]
+struct EventMeta {
+    anchor: String,
+    tag: String,
+    head_comment: String,
+    line_comment: String,
+    foot_comment: String,
+}
+
+static NO_META: EventMeta = EventMeta {
+    anchor: String::new(),
+    tag: String::new(),
+    head_comment: String::new(),
+    line_comment: String::new(),
+    foot_comment: String::new(),
+};
 
 impl<'a> Event<'a> {
     fn new(kind: EventKind, start: Mark) -> Event<'a> {
         Event {
             kind,
             start,
-            anchor: String::new(),
-            tag: String::new(),
             value: Cow::Borrowed(""),
             scalar_style: ScalarStyle::Plain,
             flow: false,
-            head_comment: String::new(),
-            line_comment: String::new(),
-            foot_comment: String::new(),
+            meta: None,
+        }
+    }
+
+    fn meta(&self) -> &EventMeta {
+        self.meta.as_deref().unwrap_or(&NO_META)
+    }
+
+    fn meta_mut(&mut self) -> &mut EventMeta {
+        self.meta.get_or_insert_with(Box::default)
+    }
+
+    /// The anchor name (`&name`, or the name an alias refers to), or empty.
+    pub(crate) fn anchor(&self) -> &str {
+        &self.meta().anchor
+    }
+
+    /// The resolved full tag, or empty when none was written.
+    pub(crate) fn tag(&self) -> &str {
+        &self.meta().tag
+    }
+
+    pub(crate) fn head_comment(&self) -> &str {
+        &self.meta().head_comment
+    }
+
+    pub(crate) fn line_comment(&self) -> &str {
+        &self.meta().line_comment
+    }
+
+    pub(crate) fn foot_comment(&self) -> &str {
+        &self.meta().foot_comment
+    }
+
+    fn set_anchor_and_tag(&mut self, anchor: String, tag: String) {
+        if !anchor.is_empty() || !tag.is_empty() {
+            let meta = self.meta_mut();
+            meta.anchor = anchor;
+            meta.tag = tag;
+        }
+    }
+
+    fn set_head_comment(&mut self, comment: String) {
+        if !comment.is_empty() {
+            self.meta_mut().head_comment = comment;
         }
     }
 }
@@ -227,9 +283,16 @@ impl<'a> Parser<'a> {
     }
 
     fn set_event_comments(&mut self, event: &mut Event<'a>) {
-        event.head_comment = std::mem::take(&mut self.head_comment);
-        event.line_comment = std::mem::take(&mut self.line_comment);
-        event.foot_comment = std::mem::take(&mut self.foot_comment);
+        if event.meta.is_some()
+            || !(self.head_comment.is_empty()
+                && self.line_comment.is_empty()
+                && self.foot_comment.is_empty())
+        {
+            let meta = event.meta_mut();
+            meta.head_comment = std::mem::take(&mut self.head_comment);
+            meta.line_comment = std::mem::take(&mut self.line_comment);
+            meta.foot_comment = std::mem::take(&mut self.foot_comment);
+        }
         self.tail_comment.clear();
         self.stem_comment.clear();
     }
@@ -335,7 +398,7 @@ impl<'a> Parser<'a> {
             }
 
             let mut event = Event::new(EventKind::DocumentStart, token.start);
-            event.head_comment = head_comment;
+            event.set_head_comment(head_comment);
             return Ok(event);
         }
 
@@ -388,8 +451,11 @@ impl<'a> Parser<'a> {
         self.state = State::DocumentStart;
         let mut event = Event::new(EventKind::DocumentEnd, start);
         self.set_event_comments(&mut event);
-        if !event.head_comment.is_empty() && event.foot_comment.is_empty() {
-            event.foot_comment = std::mem::take(&mut event.head_comment);
+        if let Some(meta) = event.meta.as_deref_mut()
+            && !meta.head_comment.is_empty()
+            && meta.foot_comment.is_empty()
+        {
+            meta.foot_comment = std::mem::take(&mut meta.head_comment);
         }
         Ok(event)
     }
@@ -405,7 +471,7 @@ impl<'a> Parser<'a> {
             self.state = self.pop_state();
             let (name, _, _) = self.take_token_text()?;
             let mut event = Event::new(EventKind::Alias, token.start);
-            event.anchor = name.into_owned();
+            event.set_anchor_and_tag(name.into_owned(), String::new());
             self.set_event_comments(&mut event);
             self.skip_token();
             return Ok(event);
@@ -473,16 +539,14 @@ impl<'a> Parser<'a> {
         if indentless_sequence && token.kind == TokenKind::BlockEntry {
             self.state = State::IndentlessSequenceEntry;
             let mut event = Event::new(EventKind::SequenceStart, start);
-            event.anchor = anchor;
-            event.tag = tag;
+            event.set_anchor_and_tag(anchor, tag);
             return Ok(event);
         }
         if token.kind == TokenKind::Scalar {
             self.state = self.pop_state();
             let (value, _, style) = self.take_token_text()?;
             let mut event = Event::new(EventKind::Scalar, start);
-            event.anchor = anchor;
-            event.tag = tag;
+            event.set_anchor_and_tag(anchor, tag);
             event.value = value;
             event.scalar_style = style;
             self.set_event_comments(&mut event);
@@ -492,8 +556,7 @@ impl<'a> Parser<'a> {
         if token.kind == TokenKind::FlowSequenceStart {
             self.state = State::FlowSequenceFirstEntry;
             let mut event = Event::new(EventKind::SequenceStart, start);
-            event.anchor = anchor;
-            event.tag = tag;
+            event.set_anchor_and_tag(anchor, tag);
             event.flow = true;
             self.set_event_comments(&mut event);
             return Ok(event);
@@ -501,8 +564,7 @@ impl<'a> Parser<'a> {
         if token.kind == TokenKind::FlowMappingStart {
             self.state = State::FlowMappingFirstKey;
             let mut event = Event::new(EventKind::MappingStart, start);
-            event.anchor = anchor;
-            event.tag = tag;
+            event.set_anchor_and_tag(anchor, tag);
             event.flow = true;
             self.set_event_comments(&mut event);
             return Ok(event);
@@ -510,28 +572,25 @@ impl<'a> Parser<'a> {
         if block && token.kind == TokenKind::BlockSequenceStart {
             self.state = State::BlockSequenceFirstEntry;
             let mut event = Event::new(EventKind::SequenceStart, start);
-            event.anchor = anchor;
-            event.tag = tag;
+            event.set_anchor_and_tag(anchor, tag);
             if !self.stem_comment.is_empty() {
-                event.head_comment = std::mem::take(&mut self.stem_comment);
+                event.set_head_comment(std::mem::take(&mut self.stem_comment));
             }
             return Ok(event);
         }
         if block && token.kind == TokenKind::BlockMappingStart {
             self.state = State::BlockMappingFirstKey;
             let mut event = Event::new(EventKind::MappingStart, start);
-            event.anchor = anchor;
-            event.tag = tag;
+            event.set_anchor_and_tag(anchor, tag);
             if !self.stem_comment.is_empty() {
-                event.head_comment = std::mem::take(&mut self.stem_comment);
+                event.set_head_comment(std::mem::take(&mut self.stem_comment));
             }
             return Ok(event);
         }
         if !anchor.is_empty() || !tag.is_empty() {
             self.state = self.pop_state();
             let mut event = Event::new(EventKind::Scalar, start);
-            event.anchor = anchor;
-            event.tag = tag;
+            event.set_anchor_and_tag(anchor, tag);
             return Ok(event);
         }
 
@@ -640,7 +699,7 @@ impl<'a> Parser<'a> {
         // value, not with the following key.
         if !self.tail_comment.is_empty() {
             let mut event = Event::new(EventKind::TailComment, token.start);
-            event.foot_comment = std::mem::take(&mut self.tail_comment);
+            event.meta_mut().foot_comment = std::mem::take(&mut self.tail_comment);
             return Ok(event);
         }
 
