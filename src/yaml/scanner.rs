@@ -426,33 +426,43 @@ impl<'a> Scanner<'a> {
     /// Appends a line break to `s` (normalised to LF, except LS/PS which are
     /// kept) and advances.
     fn read_line(&mut self, s: &mut String) {
-        match self.at(0) {
+        s.push_str(self.read_break());
+    }
+
+    /// Moves over a line break and returns it as a scalar reads it: LF for
+    /// CR LF, CR, LF and NEL, LS and PS kept; empty (and no move) if there
+    /// is no break here.
+    fn read_break(&mut self) -> &'static str {
+        let text = match self.at(0) {
             b'\r' if self.at(1) == b'\n' => {
-                s.push('\n');
                 self.pos += 2;
                 self.mark.index += 1;
+                "\n"
             }
             b'\r' | b'\n' => {
-                s.push('\n');
                 self.pos += 1;
+                "\n"
             }
             0xC2 if self.at(1) == 0x85 => {
-                s.push('\n');
                 self.pos += 2;
+                "\n"
             }
-            0xE2 if self.at(1) == 0x80 && matches!(self.at(2), 0xA8 | 0xA9) => {
-                if let Some(text) = self.src.get(self.pos..self.pos + 3) {
-                    s.push_str(text);
-                }
+            0xE2 if self.at(1) == 0x80 && self.at(2) == 0xA8 => {
                 self.pos += 3;
+                "\u{2028}"
             }
-            _ => return,
-        }
+            0xE2 if self.at(1) == 0x80 && self.at(2) == 0xA9 => {
+                self.pos += 3;
+                "\u{2029}"
+            }
+            _ => return "",
+        };
         self.mark.offset = self.pos.min(self.buf.len());
         self.mark.index += 1;
         self.mark.column = 0;
         self.mark.line += 1;
         self.newlines += 1;
+        text
     }
 
     fn set_error(&mut self, context_mark: Mark, problem: &str) -> RawError {
@@ -1810,10 +1820,13 @@ impl<'a> Scanner<'a> {
 
     fn scan_plain_scalar(&mut self) -> Result<Token<'a>, RawError> {
         let mut s = SourceText::new(self.src);
-        let mut leading_break = String::new();
+        // The first line break after the text (a static: most scalars end
+        // at one, and a `String` cost an allocation each).
+        let mut leading_break: &'static str = "";
         let mut trailing_breaks = String::new();
-        let mut whitespaces = String::new();
-        // Where `whitespaces` starts in the input.
+        // The blanks after the text on its line: where they start in the
+        // input, and their length (blanks are one byte each).
+        let mut whitespaces = 0;
         let mut whitespaces_at = 0;
         let mut leading_blanks = false;
         let indent = self.indent + 1;
@@ -1840,7 +1853,7 @@ impl<'a> Scanner<'a> {
                 {
                     break;
                 }
-                if leading_blanks || !whitespaces.is_empty() {
+                if leading_blanks || whitespaces > 0 {
                     if leading_blanks {
                         if leading_break.starts_with('\n') {
                             if trailing_breaks.is_empty() {
@@ -1849,16 +1862,16 @@ impl<'a> Scanner<'a> {
                                 s.push_str(&trailing_breaks);
                             }
                         } else {
-                            s.push_str(&leading_break);
+                            s.push_str(leading_break);
                             s.push_str(&trailing_breaks);
                         }
                         trailing_breaks.clear();
-                        leading_break.clear();
+                        leading_break = "";
                         leading_blanks = false;
                     } else {
                         // The blanks were read from the input just before here.
-                        s.push_source(whitespaces_at, whitespaces_at + whitespaces.len());
-                        whitespaces.clear();
+                        s.push_source(whitespaces_at, whitespaces_at + whitespaces);
+                        whitespaces = 0;
                     }
                 }
                 // Copy a run of ordinary ASCII characters at once; anything
@@ -1895,17 +1908,24 @@ impl<'a> Scanner<'a> {
                         let problem = "found a tab character that violates indentation";
                         return Err(self.set_error(start, problem));
                     }
-                    if leading_blanks {
-                        self.skip();
+                    // Spaces a run at a time (indentation); a tab alone, for
+                    // the check above.
+                    let run = if self.at(0) == b' ' {
+                        let rest = self.buf.get(self.pos..).unwrap_or_default();
+                        rest.iter().take_while(|&&b| b == b' ').count()
                     } else {
-                        if whitespaces.is_empty() {
+                        1
+                    };
+                    if !leading_blanks {
+                        if whitespaces == 0 {
                             whitespaces_at = self.pos;
                         }
-                        self.read(&mut whitespaces);
+                        whitespaces += run;
                     }
+                    self.skip_blanks(run);
                 } else if !leading_blanks {
-                    whitespaces.clear();
-                    self.read_line(&mut leading_break);
+                    whitespaces = 0;
+                    leading_break = self.read_break();
                     leading_blanks = true;
                 } else {
                     self.read_line(&mut trailing_breaks);
