@@ -117,8 +117,11 @@ pub(crate) enum GoValue {
     Int(i64),
     /// A bool.
     Bool(bool),
-    /// A node kept as decoded ([`GoType::Node`]).
-    Node(Node),
+    /// A node kept as decoded ([`GoType::Node`]). Boxed: only the fix
+    /// builtin's v1alpha1 types hold one, and inline it would make every
+    /// value (every field of every Kptfile and result held for the whole
+    /// render) as large as a [`Node`].
+    Node(Box<Node>),
     /// A `map[string]string` (`None` = nil).
     Map(Option<BTreeMap<String, String>>),
     /// A slice (`None` = nil).
@@ -126,6 +129,10 @@ pub(crate) enum GoValue {
     /// A struct; `None` is a nil pointer.
     Struct(Option<StructValue>),
 }
+
+// Every field of every Kptfile and result held for the whole render is a
+// `GoValue`: keep it as small as its largest common variant.
+const _: () = assert!(std::mem::size_of::<GoValue>() <= 32);
 
 /// The fields of a decoded struct, by field index; an inline struct is a
 /// nested value under its own field index.
@@ -275,7 +282,7 @@ fn is_null(node: &Node) -> bool {
 
 fn decode_value(node: &Node, ty: &'static GoType, errors: &mut UnmarshalErrors) -> Option<GoValue> {
     if let GoType::Node = ty {
-        return Some(GoValue::Node(node.clone()));
+        return Some(GoValue::Node(Box::new(node.clone())));
     }
     if node.kind == NodeKind::Alias {
         // Kptfiles with aliases are not something kpt's cases exercise; treat
@@ -327,7 +334,7 @@ fn decode_value(node: &Node, ty: &'static GoType, errors: &mut UnmarshalErrors) 
             }
             value.map(GoValue::Bool)
         }
-        GoType::Node => Some(GoValue::Node(node.clone())),
+        GoType::Node => Some(GoValue::Node(Box::new(node.clone()))),
         GoType::StrMap => {
             if node.kind != NodeKind::Mapping {
                 type_error(node, "map[string]string", errors);
@@ -378,7 +385,7 @@ fn zero(ty: &GoType) -> GoValue {
         GoType::Str(_) => GoValue::Str(String::new()),
         GoType::Int => GoValue::Int(0),
         GoType::Bool => GoValue::Bool(false),
-        GoType::Node => GoValue::Node(Node::new_untagged_scalar("")),
+        GoType::Node => GoValue::Node(Box::new(Node::new_untagged_scalar(""))),
         GoType::StrMap => GoValue::Map(None),
         GoType::List(..) => GoValue::List(None),
         GoType::Struct(_) => GoValue::Struct(Some(StructValue::default())),
