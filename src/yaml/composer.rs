@@ -31,7 +31,22 @@ pub fn parse_document(src: &str) -> Result<Option<Node>, YamlError> {
 /// null documents are included. [`super::parse_documents`] cuts long
 /// streams and calls this on the pieces.
 pub(crate) fn parse_documents_sequential(src: &str) -> Result<Vec<Node>, YamlError> {
+    parse_piece(src, Origin::default())
+}
+
+/// Where a piece of a longer stream starts in it: the lines and bytes
+/// before it. Nodes are placed at their position in the whole stream.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Origin {
+    pub(crate) lines: u32,
+    pub(crate) offset: u32,
+}
+
+/// [`parse_documents_sequential`] for a piece that starts at `origin` of
+/// its stream (a piece starts a line, so columns need no move).
+pub(crate) fn parse_piece(src: &str, origin: Origin) -> Result<Vec<Node>, YamlError> {
     let mut composer = Composer::new(src).map_err(RawError::into_yaml_error)?;
+    composer.origin = origin;
     let mut documents = Vec::new();
     while let Some(document) = composer
         .next_document()
@@ -70,6 +85,7 @@ struct Composer<'a> {
     started: bool,
     /// Finished children of the open collections (see [`Frame`]).
     children: Vec<Node>,
+    origin: Origin,
 }
 
 impl<'a> Composer<'a> {
@@ -81,6 +97,7 @@ impl<'a> Composer<'a> {
             anchors: HashSet::new(),
             started: false,
             children: Vec::new(),
+            origin: Origin::default(),
         })
     }
 
@@ -179,7 +196,7 @@ impl<'a> Composer<'a> {
 
     fn document(&mut self) -> Result<Node, RawError> {
         let event = self.take()?;
-        let mut node = new_node(NodeKind::Document, "", &event);
+        let mut node = new_node(NodeKind::Document, "", &event, self.origin);
         let root = self.parse()?;
         node.content.push(root);
         let end = self.take()?;
@@ -197,7 +214,7 @@ impl<'a> Composer<'a> {
                 event.start,
             ));
         }
-        let mut node = new_node(NodeKind::Alias, "", &event);
+        let mut node = new_node(NodeKind::Alias, "", &event, self.origin);
         node.value = event.anchor().into();
         Ok(node)
     }
@@ -218,7 +235,7 @@ impl<'a> Composer<'a> {
         } else {
             resolve_plain(&event.value)
         };
-        let mut node = new_node(NodeKind::Scalar, default_tag, &event);
+        let mut node = new_node(NodeKind::Scalar, default_tag, &event, self.origin);
         node.style.insert(style);
         node.value = std::mem::take(&mut event.value).into();
         self.anchor(&mut node, event.anchor());
@@ -228,9 +245,9 @@ impl<'a> Composer<'a> {
     fn start_collection(&mut self) -> Result<Node, RawError> {
         let event = self.take()?;
         let mut node = if event.kind == EventKind::MappingStart {
-            new_node(NodeKind::Mapping, tag::MAP, &event)
+            new_node(NodeKind::Mapping, tag::MAP, &event, self.origin)
         } else {
-            new_node(NodeKind::Sequence, tag::SEQ, &event)
+            new_node(NodeKind::Sequence, tag::SEQ, &event, self.origin)
         };
         if event.flow {
             node.style.insert(Style::FLOW);
@@ -318,12 +335,14 @@ fn position(value: i64) -> u32 {
         .saturating_add(1)
 }
 
-fn new_node(kind: NodeKind, default_tag: &'static str, event: &Event<'_>) -> Node {
+fn new_node(kind: NodeKind, default_tag: &'static str, event: &Event<'_>, origin: Origin) -> Node {
     let mut node = Node::at(
         kind,
-        position(event.start.line),
+        position(event.start.line).saturating_add(origin.lines),
         position(event.start.column),
-        u32::try_from(event.start.offset).unwrap_or(u32::MAX),
+        u32::try_from(event.start.offset)
+            .unwrap_or(u32::MAX)
+            .saturating_add(origin.offset),
     );
     let event_tag = event.tag();
     if !event_tag.is_empty() && event_tag != "!" {

@@ -20,7 +20,7 @@
 
 use rayon::prelude::*;
 
-use super::composer::parse_documents_sequential;
+use super::composer::{Origin, parse_documents_sequential, parse_piece};
 use super::error::YamlError;
 use super::node::Node;
 
@@ -55,39 +55,39 @@ pub fn parse_documents_in_pieces(src: &str, pieces: usize) -> Result<Vec<Node>, 
     bounds.push(0);
     bounds.extend(&cuts);
     bounds.push(src.len());
-    // Each piece is parsed and counts its own lines; the positions are
-    // then moved by the lines and bytes before each piece.
-    let parsed: Vec<Result<(Vec<Node>, u32), YamlError>> = bounds
+    // Each piece's nodes are placed at their stream positions as they are
+    // built: the lines before a piece are counted first (a memchr pass).
+    let lines: Vec<u32> = bounds
         .par_windows(2)
-        .map(|window| {
-            let piece = &src[window[0]..window[1]];
-            Ok((parse_documents_sequential(piece)?, line_count(piece)))
+        .map(|window| line_count(&src[window[0]..window[1]]))
+        .collect();
+    let origins: Vec<Origin> = bounds
+        .iter()
+        .zip(lines.iter().scan(0u32, |before, &lines| {
+            let origin = *before;
+            *before = before.saturating_add(lines);
+            Some(origin)
+        }))
+        .map(|(&start, lines)| Origin {
+            lines,
+            offset: u32::try_from(start).unwrap_or(u32::MAX),
         })
         .collect();
-    let mut pieces = Vec::with_capacity(parsed.len());
-    let mut lines_before = 0u32;
-    for (piece, &start) in parsed.into_iter().zip(&bounds) {
+    let parsed: Vec<Result<Vec<Node>, YamlError>> = bounds
+        .par_windows(2)
+        .zip(origins)
+        .map(|(window, origin)| parse_piece(&src[window[0]..window[1]], origin))
+        .collect();
+    let mut documents = Vec::with_capacity(parsed.iter().flatten().map(Vec::len).sum());
+    for piece in parsed {
         match piece {
-            Ok((documents, lines)) => {
-                pieces.push((documents, lines_before, start));
-                lines_before = lines_before.saturating_add(lines);
-            }
+            Ok(piece) => documents.extend(piece),
             // A piece may fail only for being cut off (an alias to an
             // earlier document): the sequential parse decides.
             Err(_) => return parse_documents_sequential(src),
         }
     }
-    pieces.par_iter_mut().for_each(|(documents, lines, start)| {
-        if *start > 0 {
-            for document in documents.iter_mut() {
-                shift(document, *lines, *start);
-            }
-        }
-    });
-    Ok(pieces
-        .into_iter()
-        .flat_map(|(documents, _, _)| documents)
-        .collect())
+    Ok(documents)
 }
 
 /// Byte offsets where a piece may start, spread evenly over `src`; empty
@@ -161,21 +161,6 @@ fn is_content(line: &[u8]) -> bool {
 /// Line breaks in `text` (no `\r` reaches here).
 fn line_count(text: &str) -> u32 {
     u32::try_from(memchr::memchr_iter(b'\n', text.as_bytes()).count()).unwrap_or(u32::MAX)
-}
-
-/// Moves `node`'s subtree from its piece's positions to the stream's:
-/// `lines` and `offset` are the piece's start. Columns are unchanged (a
-/// piece starts a line); nodes without a position (0) keep none.
-fn shift(node: &mut Node, lines: u32, offset: usize) {
-    let offset = u32::try_from(offset).unwrap_or(u32::MAX);
-    let mut stack = vec![node];
-    while let Some(node) = stack.pop() {
-        if node.line > 0 {
-            node.line = node.line.saturating_add(lines);
-            node.offset = node.offset.saturating_add(offset);
-        }
-        stack.extend(node.content.iter_mut());
-    }
 }
 
 #[cfg(test)]
