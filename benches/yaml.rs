@@ -13,7 +13,10 @@
 //! emit allocations are counted. The parse rows include the frozen
 //! reference parser (`yaml::reference`, the parser before its speed work).
 //! The peak memory of a parse per input byte is measured in child
-//! processes, for both parsers. A second table parses a long stream (50 MB by
+//! processes, for both parsers, with the heap bytes the parsed documents
+//! hold (the peak also pays the allocator's rounding to its size classes).
+//! Rows time their work only: results are dropped after the clock stops.
+//! A second table parses a long stream (50 MB by
 //! default, `KRENDER_BENCH_STREAM_MB`) on one thread and on two, where
 //! `yaml::split` cuts it into pieces, and writes it back on one thread and
 //! on two (the encoder writes long lists in chunks), as a stream and as one
@@ -26,7 +29,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use krender::yaml::{Encoder, Node, SeqIndent, SplicedItem, parse_documents, to_string_spliced};
@@ -39,6 +42,8 @@ static GLOBAL: Counting = Counting;
 
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Heap bytes allocated and not freed while `COUNTING` is set.
+static HELD: AtomicI64 = AtomicI64::new(0);
 
 struct Counting;
 
@@ -47,20 +52,24 @@ struct Counting;
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count();
+        held(layout.size() as i64);
         // SAFETY: the caller's contract is passed on.
         unsafe { mimalloc::MiMalloc.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        held(-(layout.size() as i64));
         // SAFETY: the caller's contract is passed on.
         unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         count();
+        held(layout.size() as i64);
         // SAFETY: the caller's contract is passed on.
         unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
         count();
+        held(size as i64 - layout.size() as i64);
         // SAFETY: the caller's contract is passed on.
         unsafe { mimalloc::MiMalloc.realloc(ptr, layout, size) }
     }
@@ -69,6 +78,12 @@ unsafe impl GlobalAlloc for Counting {
 fn count() {
     if COUNTING.load(Ordering::Relaxed) {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn held(bytes: i64) {
+    if COUNTING.load(Ordering::Relaxed) {
+        HELD.fetch_add(bytes, Ordering::Relaxed);
     }
 }
 
@@ -210,16 +225,27 @@ fn main() {
         let text = corpus(4000);
         // `KRENDER_BENCH_PARSER=reference`: the frozen pre-rewrite parser.
         let reference = std::env::var("KRENDER_BENCH_PARSER").is_ok_and(|p| p == "reference");
+        let mut held = 0;
         for _ in 0..runs {
+            HELD.store(0, Ordering::Relaxed);
+            COUNTING.store(true, Ordering::Relaxed);
             let parsed = if reference {
                 krender::yaml::reference::parse_documents(black_box(&text))
             } else {
                 krender::yaml::parse_documents_in_pieces(black_box(&text), 1)
             };
+            COUNTING.store(false, Ordering::Relaxed);
+            held = HELD.load(Ordering::Relaxed);
             black_box(parsed.ok());
         }
-        // For `peak_memory_row`: this process's peak resident set.
-        println!("peak {} input {}", peak_resident_bytes(), text.len());
+        // For `peak_memory_rows`: this process's peak resident set, and the
+        // heap bytes the parsed documents hold (before the allocator's
+        // rounding to its size classes).
+        println!(
+            "peak {} input {} held {held}",
+            peak_resident_bytes(),
+            text.len()
+        );
         return;
     }
     let one = rayon::ThreadPoolBuilder::new()
@@ -365,7 +391,7 @@ fn peak_resident_bytes() -> u64 {
 /// is the floor subtracted. A process's peak is what a render pays; freed
 /// memory an earlier measurement left behind cannot hide in it.
 fn peak_memory_rows() -> String {
-    let child = |runs: usize, parser: &str| -> Option<(f64, f64)> {
+    let child = |runs: usize, parser: &str| -> Option<(f64, f64, f64)> {
         let output = std::process::Command::new(std::env::current_exe().ok()?)
             .env("KRENDER_BENCH_PARSE_ONLY", runs.to_string())
             .env("KRENDER_BENCH_PARSER", parser)
@@ -375,17 +401,20 @@ fn peak_memory_rows() -> String {
         let mut words = text.split_whitespace();
         let peak = words.nth(1)?.parse::<f64>().ok()?;
         let input = words.nth(1)?.parse::<f64>().ok()?;
-        Some((peak, input))
+        let held = words.nth(1)?.parse::<f64>().ok()?;
+        Some((peak, input, held))
     };
-    let Some((floor, input)) = child(0, "live") else {
+    let Some((floor, input, _)) = child(0, "live") else {
         return "peak memory: not measured (the child process failed)\n".to_owned();
     };
     ["live", "reference"]
         .iter()
         .map(|parser| match child(1, parser) {
-            Some((peak, _)) => format!(
-                "peak memory, {parser} parser: {:.1} bytes per input byte\n",
-                (peak - floor) / input
+            Some((peak, _, held)) => format!(
+                "peak memory, {parser} parser: {:.1} bytes per input byte; \
+                 heap the documents hold: {:.1}\n",
+                (peak - floor) / input,
+                held / input
             ),
             None => format!("peak memory, {parser} parser: not measured\n"),
         })
