@@ -204,7 +204,7 @@ enum Field {
 }
 
 /// The five texts back to back in one buffer (48 bytes and one text
-/// allocation, where five `String`s took 120 bytes and five).
+/// allocation, where five `String`s took 120 bytes and five allocations).
 #[derive(Clone, Default, PartialEq, Eq)]
 struct ExtraText {
     text: String,
