@@ -61,8 +61,8 @@ fn put_node(out: &mut Vec<u8>, node: &Node) {
         .filter(|(_, text)| !text.is_empty())
         .fold(0, |flags, (bit, _)| flags | bit);
     out.push(flags);
-    match tag::KNOWN.iter().position(|known| *known == node.tag()) {
-        Some(index) => out.push(index as u8),
+    match node.known_tag_index() {
+        Some(index) => out.push(index),
         None => {
             out.push(OTHER_TAG);
             put_str(out, node.tag());

@@ -346,6 +346,11 @@ impl Node {
         }
     }
 
+    /// The tag's index in [`tag::KNOWN`], or `None` for a custom tag.
+    pub(crate) fn known_tag_index(&self) -> Option<u8> {
+        (self.tag != CUSTOM_TAG).then_some(self.tag)
+    }
+
     /// Sets the short tag (see [`Node::tag`]).
     pub fn set_tag(&mut self, tag: &str) {
         match tag::KNOWN.iter().position(|known| *known == tag) {
