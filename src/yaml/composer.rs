@@ -19,6 +19,14 @@ use super::scanner::{Mark, ScalarStyle, Scanner};
 /// `None` at end of stream or for an empty/null document (kyaml's
 /// `IsYNodeEmptyDoc`: the root is a `!!null` scalar, e.g. `---` alone).
 pub fn parse_document(src: &str) -> Result<Option<Node>, YamlError> {
+    // A text the one-pass parser takes whole has no error anywhere, so its
+    // first document is the decoder's first.
+    if let Some(documents) = super::fast::parse(src, Origin::default()) {
+        return Ok(documents
+            .into_iter()
+            .next()
+            .filter(|doc| !is_null_document(doc)));
+    }
     let mut composer = Composer::new(src).map_err(RawError::into_yaml_error)?;
     let document = composer
         .next_document()
@@ -45,6 +53,15 @@ pub(crate) struct Origin {
 /// [`parse_documents_sequential`] for a piece that starts at `origin` of
 /// its stream (a piece starts a line, so columns need no move).
 pub(crate) fn parse_piece(src: &str, origin: Origin) -> Result<Vec<Node>, YamlError> {
+    match super::fast::parse(src, origin) {
+        Some(documents) => Ok(documents),
+        None => parse_piece_full(src, origin),
+    }
+}
+
+/// [`parse_piece`] with the full scanner, parser and composer, for what
+/// the one-pass parser (`yaml::fast`) does not take.
+pub(crate) fn parse_piece_full(src: &str, origin: Origin) -> Result<Vec<Node>, YamlError> {
     let mut composer = Composer::new(src).map_err(RawError::into_yaml_error)?;
     composer.origin = origin;
     let mut documents = Vec::new();

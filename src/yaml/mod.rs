@@ -4,7 +4,9 @@
 //!
 //! Pipeline: `scanner` (bytes → tokens, comments included) → `parser`
 //! (tokens → events with comments attached) → `composer` (events → [`Node`]
-//! trees, with go-yaml's comment moves) and back: `encoder` ([`Node`] →
+//! trees, with go-yaml's comment moves). `fast` goes straight from bytes to
+//! nodes for the block YAML packages are made of, and hands everything else
+//! (and every error) to that pipeline. Back: `encoder` ([`Node`] →
 //! events, tag and quoting decisions) → `emitter` (events → text).
 //! `split` parses long multi-document streams in pieces on rayon; the encoder
 //! writes long lists (block sequences, streams) in chunks on rayon.
@@ -19,6 +21,7 @@ pub mod de;
 pub mod emitter;
 pub mod encoder;
 pub mod error;
+mod fast;
 pub mod marshal;
 pub mod node;
 pub mod parser;
