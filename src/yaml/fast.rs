@@ -492,6 +492,25 @@ impl<'a> Fast<'a> {
         if at == end || (self.bytes[at] == b'-' && self.bytes.get(at + 1).is_none_or(|&b| b == b' ' || b == b'\n')) {
             return None;
         }
+        if self.bytes[at] == b'#' {
+            // `- # comment` above the item (how kyaml writes an item's head
+            // comment): the head comment of the item's first entry, with
+            // any comment lines below at its indentation.
+            if head.is_some() || self.bytes[end - 1] == b' ' {
+                return None;
+            }
+            self.comments = Some(Comments {
+                indent: at - self.pos,
+                lines: vec![&self.src[at..end]],
+            });
+            self.stack.last_mut()?.awaiting = Some(Awaiting {
+                line: self.line,
+                line_start: self.pos,
+                offset: dash + 1,
+                commented: true,
+            });
+            return Some(());
+        }
         if self.key_end(at, end)?.is_some() {
             // A compact mapping: `- key: value` and the keys below it.
             if self.stack.len() >= MAX_DEPTH {
@@ -881,6 +900,9 @@ mod tests {
             "<<: x\nt: true\nn: ~\nf: 1.5\ni: -3\n",
             "a: b:c\nd: e#f\n",
             "metadata: # kpt-merge: ns/x\n  name: x\nb: # c\n- x\n",
+            "- # c\n  a: 1\n  b: 2\n- # d\n  x: 1\n",
+            "k:\n- # c\n  # e\n  a: 1\n",
+            "- # c\n  - x\n",
             "é: ü # ç\nb: [x, \"é\"]\nc: |\n  ß\n",
         ];
         for src in cases {
@@ -918,7 +940,9 @@ mod tests {
             "a: 1\n# c\n---\nb: 2\n",
             "a: \"q\"\n# c\n",
             "a: # c\nb: 1\n",
-            "- # c\n  a: 1\n",
+            "- # c\n\n  a: 1\n",
+            "-   # c\n  a: 1\n",
+            "- # c\n",
             "- [a]\n# c\n",
             "a: x # l\n# c\n",
             "a:\n  b:\n    c: 1\n  # x\nd: 2\n",
@@ -1027,6 +1051,9 @@ mod tests {
                     out.push_str(&" ".repeat(gap));
                     self.mapping(out, indent + 1 + gap, depth + 1, true);
                 } else if depth < 4 && self.next(8) == 0 {
+                    if self.next(2) == 0 {
+                        out.push_str(" # item");
+                    }
                     out.push('\n');
                     self.mapping(out, indent + 2, depth + 1, false);
                 } else {
