@@ -49,7 +49,11 @@ pub(crate) fn parse(src: &str, origin: Origin) -> Option<Vec<Node>> {
     // left to the full parser.
     if !ascii
         && src.chars().any(|c| {
-            matches!(c, '\u{80}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}')
+            matches!(
+                c,
+                '\u{80}'
+                    ..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+            )
         })
     {
         return None;
@@ -273,7 +277,11 @@ impl<'a> Fast<'a> {
             return None;
         }
         let len = self.children.len();
-        let back = if top.node.kind == NodeKind::Mapping { 2 } else { 1 };
+        let back = if top.node.kind == NodeKind::Mapping {
+            2
+        } else {
+            1
+        };
         if len < top.start + back {
             return None;
         }
@@ -440,7 +448,11 @@ impl<'a> Fast<'a> {
 
     fn end_document(&mut self, at_marker: bool) -> Bail {
         let Some(doc) = self.doc.take() else {
-            return if self.comments.is_some() { None } else { Some(()) };
+            return if self.comments.is_some() {
+                None
+            } else {
+                Some(())
+            };
         };
         if !doc.started {
             return None;
@@ -473,6 +485,19 @@ impl<'a> Fast<'a> {
         Some(())
     }
 
+    /// Marks the innermost collection's last entry as having its value on
+    /// the lines below; a null value would sit at `offset`.
+    fn await_value(&mut self, offset: usize, commented: bool) -> Bail {
+        let (line, line_start) = (self.line, self.pos);
+        self.stack.last_mut()?.awaiting = Some(Awaiting {
+            line,
+            line_start,
+            offset,
+            commented,
+        });
+        Some(())
+    }
+
     /// `- item` at `indent`.
     fn sequence_entry(&mut self, indent: usize, end: usize, head: Option<String>) -> Bail {
         let dash = self.pos + indent;
@@ -480,16 +505,21 @@ impl<'a> Fast<'a> {
             if head.is_some() {
                 return None;
             }
-            self.stack.last_mut()?.awaiting = Some(Awaiting {
-                line: self.line,
-                line_start: self.pos,
-                offset: dash + 1,
-                commented: false,
-            });
-            return Some(());
+            return self.await_value(dash + 1, false);
         }
-        let at = dash + 1 + self.bytes[dash + 1..end].iter().take_while(|&&b| b == b' ').count();
-        if at == end || (self.bytes[at] == b'-' && self.bytes.get(at + 1).is_none_or(|&b| b == b' ' || b == b'\n')) {
+        let at = dash
+            + 1
+            + self.bytes[dash + 1..end]
+                .iter()
+                .take_while(|&&b| b == b' ')
+                .count();
+        if at == end
+            || (self.bytes[at] == b'-'
+                && self
+                    .bytes
+                    .get(at + 1)
+                    .is_none_or(|&b| b == b' ' || b == b'\n'))
+        {
             return None;
         }
         if self.bytes[at] == b'#' {
@@ -503,13 +533,7 @@ impl<'a> Fast<'a> {
                 indent: at - self.pos,
                 lines: vec![&self.src[at..end]],
             });
-            self.stack.last_mut()?.awaiting = Some(Awaiting {
-                line: self.line,
-                line_start: self.pos,
-                offset: dash + 1,
-                commented: true,
-            });
-            return Some(());
+            return self.await_value(dash + 1, true);
         }
         if self.key_end(at, end)?.is_some() {
             // A compact mapping: `- key: value` and the keys below it.
@@ -544,12 +568,21 @@ impl<'a> Fast<'a> {
         let colon = self.key_end(start, end)??;
         let text = &self.src[start..colon];
         let mut key = self.node(NodeKind::Scalar, start);
-        key.set_tag(if text == "<<" { tag::MERGE } else { resolve_plain(text) });
+        key.set_tag(if text == "<<" {
+            tag::MERGE
+        } else {
+            resolve_plain(text)
+        });
         key.value = text.into();
         if let Some(head) = head {
             key.set_head_comment(head);
         }
-        let at = colon + 1 + self.bytes[colon + 1..end].iter().take_while(|&&b| b == b' ').count();
+        let at = colon
+            + 1
+            + self.bytes[colon + 1..end]
+                .iter()
+                .take_while(|&&b| b == b' ')
+                .count();
         let commented = at > colon + 1 && at < end && self.bytes[at] == b'#';
         if commented {
             // `key: # comment` above its value (kpt's `metadata: #
@@ -561,13 +594,7 @@ impl<'a> Fast<'a> {
         }
         self.children.push(key);
         if colon + 1 == end || commented {
-            self.stack.last_mut()?.awaiting = Some(Awaiting {
-                line: self.line,
-                line_start: self.pos,
-                offset: colon + 1,
-                commented,
-            });
-            return Some(());
+            return self.await_value(colon + 1, commented);
         }
         if at == end {
             return None;
@@ -668,7 +695,11 @@ impl<'a> Fast<'a> {
                 }
                 let text = &self.src[at..value_end];
                 let mut node = self.node(NodeKind::Scalar, at);
-                node.set_tag(if text == "<<" { tag::MERGE } else { resolve_plain(text) });
+                node.set_tag(if text == "<<" {
+                    tag::MERGE
+                } else {
+                    resolve_plain(text)
+                });
                 node.value = text.into();
                 if let Some(comment) = comment {
                     if bytes[end - 1] == b' ' {
@@ -743,13 +774,19 @@ impl<'a> Fast<'a> {
             } else {
                 let len = bytes[i..end]
                     .iter()
-                    .take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'/' | b'='))
+                    .take_while(|&&b| {
+                        b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'/' | b'=')
+                    })
                     .count();
                 if len == 0 || bytes[i] == b'-' && len == 1 {
                     return None;
                 }
                 let text = &self.src[i..i + len];
-                item.set_tag(if text == "<<" { tag::MERGE } else { resolve_plain(text) });
+                item.set_tag(if text == "<<" {
+                    tag::MERGE
+                } else {
+                    resolve_plain(text)
+                });
                 item.value = text.into();
                 item_end = i + len;
             }
@@ -840,8 +877,8 @@ impl<'a> Fast<'a> {
 fn plain_start(first: u8, next: Option<u8>) -> bool {
     match first {
         b'-' => next.is_some_and(|b| b != b' ' && b != b'\n'),
-        b'?' | b':' | b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'&' | b'*' | b'!' | b'|' | b'>'
-        | b'\'' | b'"' | b'%' | b'@' | b'`' | b' ' => false,
+        b'?' | b':' | b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'&' | b'*' | b'!' | b'|'
+        | b'>' | b'\'' | b'"' | b'%' | b'@' | b'`' | b' ' => false,
         _ => true,
     }
 }
@@ -859,7 +896,11 @@ mod tests {
         let full = parse_piece_full(src, Origin::default());
         match parse(src, Origin::default()) {
             Some(fast) => {
-                assert_eq!(Ok(&fast), full.as_ref(), "one-pass parse differs on {src:?}");
+                assert_eq!(
+                    Ok(&fast),
+                    full.as_ref(),
+                    "one-pass parse differs on {src:?}"
+                );
                 true
             }
             None => false,
@@ -997,9 +1038,33 @@ mod tests {
 
         fn scalar(&mut self, out: &mut String, indent: usize) {
             let value = self.pick(&[
-                "x", "1", "-2", "true", "~", "null", "1.5", "web-1", "a b", "http://h:1/p",
-                "\"q\"", "\"\"", "'s'", "ü é", "\"ß\"", "'it''s'", "[]", "{}", "[a, \"b\", 3]", "[--p, -v]", "|", "# c",
-                "|-", "e#f", "x # c", "\"q\" # c", "[a,b]",
+                "x",
+                "1",
+                "-2",
+                "true",
+                "~",
+                "null",
+                "1.5",
+                "web-1",
+                "a b",
+                "http://h:1/p",
+                "\"q\"",
+                "\"\"",
+                "'s'",
+                "ü é",
+                "\"ß\"",
+                "'it''s'",
+                "[]",
+                "{}",
+                "[a, \"b\", 3]",
+                "[--p, -v]",
+                "|",
+                "# c",
+                "|-",
+                "e#f",
+                "x # c",
+                "\"q\" # c",
+                "[a,b]",
             ]);
             // Now and then one it declines.
             let value = if self.next(60) == 0 {
@@ -1079,7 +1144,11 @@ mod tests {
                 }
                 3 => {
                     out.push('\n');
-                    let inner = if self.next(2) == 0 { indent } else { indent + 2 };
+                    let inner = if self.next(2) == 0 {
+                        indent
+                    } else {
+                        indent + 2
+                    };
                     self.sequence(out, inner, depth + 1);
                 }
                 4 => out.push('\n'),
@@ -1122,7 +1191,10 @@ mod tests {
         // Enough generated documents must go through the one-pass parser
         // for the comparison to say something (the generator also writes
         // comment placements and values that it leaves to the full parser).
-        assert!(took * 12 > total, "the one-pass parser took {took} of {total}");
+        assert!(
+            took * 12 > total,
+            "the one-pass parser took {took} of {total}"
+        );
     }
 
     proptest! {
