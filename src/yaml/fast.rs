@@ -935,7 +935,7 @@ mod tests {
             "a:\nb: 1\n",
             "a: |-\n  x\n\n  y\nb: 1\n",
             "a: |\n\n  x\n\n\n  y\n\n",
-            "a: 'it''s'\nb: \"q\" # c\n'",
+            "a: 'it''s'\nb: \"q\" # c\n",
             "k:\n- name: app\n  image: x:1\n  args: [--port, \"8080\"]\n  env:\n  # proxy\n  - name: P\n    value: \"true\"\n- name: s\n  command:\n  - sh\n  - |\n    while true; do\n      echo\n    done\n",
             "a: 1\n---\nb: 2\n---\n- x\n- y\n",
             "<<: x\nt: true\nn: ~\nf: 1.5\ni: -3\n",
@@ -947,9 +947,7 @@ mod tests {
             "é: ü # ç\nb: [x, \"é\"]\nc: |\n  ß\n",
         ];
         for src in cases {
-            if !src.ends_with('\'') {
-                assert!(taken(src), "the one-pass parser declined {src:?}");
-            }
+            assert!(taken(src), "the one-pass parser declined {src:?}");
         }
     }
 
