@@ -485,6 +485,15 @@ impl<'a> Fast<'a> {
         Some(())
     }
 
+    /// The first byte at or after `from` (and before `end`) that is not a
+    /// space.
+    fn skip_blanks(&self, from: usize, end: usize) -> usize {
+        from + self.bytes[from..end]
+            .iter()
+            .take_while(|&&b| b == b' ')
+            .count()
+    }
+
     /// Marks the innermost collection's last entry as having its value on
     /// the lines below; a null value would sit at `offset`.
     fn await_value(&mut self, offset: usize, commented: bool) -> Bail {
@@ -507,12 +516,7 @@ impl<'a> Fast<'a> {
             }
             return self.await_value(dash + 1, false);
         }
-        let at = dash
-            + 1
-            + self.bytes[dash + 1..end]
-                .iter()
-                .take_while(|&&b| b == b' ')
-                .count();
+        let at = self.skip_blanks(dash + 1, end);
         if at == end
             || (self.bytes[at] == b'-'
                 && self
@@ -568,21 +572,12 @@ impl<'a> Fast<'a> {
         let colon = self.key_end(start, end)??;
         let text = &self.src[start..colon];
         let mut key = self.node(NodeKind::Scalar, start);
-        key.set_tag(if text == "<<" {
-            tag::MERGE
-        } else {
-            resolve_plain(text)
-        });
+        key.set_tag(plain_tag(text));
         key.value = text.into();
         if let Some(head) = head {
             key.set_head_comment(head);
         }
-        let at = colon
-            + 1
-            + self.bytes[colon + 1..end]
-                .iter()
-                .take_while(|&&b| b == b' ')
-                .count();
+        let at = self.skip_blanks(colon + 1, end);
         let commented = at > colon + 1 && at < end && self.bytes[at] == b'#';
         if commented {
             // `key: # comment` above its value (kpt's `metadata: #
@@ -695,11 +690,7 @@ impl<'a> Fast<'a> {
                 }
                 let text = &self.src[at..value_end];
                 let mut node = self.node(NodeKind::Scalar, at);
-                node.set_tag(if text == "<<" {
-                    tag::MERGE
-                } else {
-                    resolve_plain(text)
-                });
+                node.set_tag(plain_tag(text));
                 node.value = text.into();
                 if let Some(comment) = comment {
                     if bytes[end - 1] == b' ' {
@@ -714,7 +705,7 @@ impl<'a> Fast<'a> {
         };
         // After a quoted scalar or a flow collection: blanks, then the end
         // of the line or (after a quoted scalar) a comment.
-        let rest = after + bytes[after..end].iter().take_while(|&&b| b == b' ').count();
+        let rest = self.skip_blanks(after, end);
         if rest < end {
             let quoted = node.kind == NodeKind::Scalar;
             if !quoted || rest == after || bytes[rest] != b'#' || bytes[end - 1] == b' ' {
@@ -782,11 +773,7 @@ impl<'a> Fast<'a> {
                     return None;
                 }
                 let text = &self.src[i..i + len];
-                item.set_tag(if text == "<<" {
-                    tag::MERGE
-                } else {
-                    resolve_plain(text)
-                });
+                item.set_tag(plain_tag(text));
                 item.value = text.into();
                 item_end = i + len;
             }
@@ -869,6 +856,15 @@ impl<'a> Fast<'a> {
         node.value = value.into();
         self.plain_last = true;
         Some(node)
+    }
+}
+
+/// A plain scalar's tag, as the composer gives it: `<<` is a merge key.
+fn plain_tag(text: &str) -> &'static str {
+    if text == "<<" {
+        tag::MERGE
+    } else {
+        resolve_plain(text)
     }
 }
 
