@@ -70,6 +70,7 @@ pub(crate) fn parse(src: &str, origin: Origin) -> Option<Vec<Node>> {
         children: Vec::new(),
         docs: Vec::new(),
         doc: None,
+        doc_head: None,
         comments: None,
         blank: false,
         plain_last: false,
@@ -137,6 +138,8 @@ struct Fast<'a> {
     children: Vec<Node>,
     docs: Vec<Node>,
     doc: Option<Document>,
+    /// The first document's head comment, before its first content.
+    doc_head: Option<String>,
     comments: Option<Comments<'a>>,
     /// A blank line since the last content line.
     blank: bool,
@@ -228,15 +231,10 @@ impl<'a> Fast<'a> {
         if !self.docs.is_empty() {
             return None;
         }
-        let doc = self.doc.get_or_insert_with(|| Document {
-            node: Node::at(NodeKind::Document, 0, 0, 0),
-            explicit: false,
-            started: false,
-        });
-        if doc.started || doc.explicit || !doc.node.head_comment().is_empty() {
+        if self.doc.is_some() || self.doc_head.is_some() {
             return None;
         }
-        doc.node.set_head_comment(comments.text());
+        self.doc_head = Some(comments.text());
         Some(())
     }
 
@@ -320,7 +318,11 @@ impl<'a> Fast<'a> {
     fn content_line(&mut self, indent: usize, end: usize) -> Bail {
         let head = self.comment_block_before(indent)?;
         if self.doc.is_none() {
-            let node = self.node(NodeKind::Document, self.pos + indent);
+            // An implicit document sits at its first content.
+            let mut node = self.node(NodeKind::Document, self.pos + indent);
+            if let Some(head) = self.doc_head.take() {
+                node.set_head_comment(head);
+            }
             self.doc = Some(Document {
                 node,
                 explicit: false,
@@ -328,22 +330,7 @@ impl<'a> Fast<'a> {
             });
         }
         let doc = self.doc.as_mut()?;
-        if !doc.started {
-            if !doc.explicit && doc.node.line == 0 {
-                // The document's head comment came first; the document
-                // sits at its first content, as go-yaml places it.
-                let head = doc.node.take_head_comment();
-                let mut node = Node::at(
-                    NodeKind::Document,
-                    (self.line + 1).saturating_add(self.origin.lines),
-                    (indent + 1) as u32,
-                    ((self.pos + indent) as u32).saturating_add(self.origin.offset),
-                );
-                node.set_head_comment(head);
-                doc.node = node;
-            }
-            doc.started = true;
-        }
+        doc.started = true;
         self.blank = false;
         self.plain_last = false;
         let line = &self.bytes[self.pos..end];
@@ -448,7 +435,7 @@ impl<'a> Fast<'a> {
 
     fn end_document(&mut self, at_marker: bool) -> Bail {
         let Some(doc) = self.doc.take() else {
-            return if self.comments.is_some() {
+            return if self.comments.is_some() || self.doc_head.is_some() {
                 None
             } else {
                 Some(())
