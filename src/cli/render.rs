@@ -13,7 +13,9 @@ use crate::engine::db::RenderContext;
 use crate::engine::manifest::{self, Manifest, RenderKey, TreeSnapshot};
 use crate::engine::oneshot::render_once;
 use crate::engine::remote::RemoteCache;
+use crate::engine::scan::Scan;
 use crate::engine::stamps::FileStamps;
+use crate::engine::store::Store;
 use crate::hydrate::{self, Output, RenderOptions, RenderOutcome, Report, Written};
 use crate::pkg::kptfile::{DEFAULT_IMAGE_PREFIX, Kptfile, SAVE_ON_RENDER_FAILURE_ANNOTATION};
 use crate::runtime::builtin::split_image;
@@ -305,6 +307,8 @@ struct Phases {
     render_ms: u128,
     /// Writing the output (in place: encoding, staging, the commit).
     write_ms: u128,
+    /// Recording the tree the render left for the next render.
+    record_ms: u128,
     /// The whole command.
     total_ms: u128,
 }
@@ -347,10 +351,15 @@ fn render_and_apply(
         None => None,
     };
     let phase = std::time::Instant::now();
+    // The one walk of the tree: every file read and hashed once.
+    let mut stamps = FileStamps::default();
+    let reader = stamps.reader();
+    let scan = Scan::walk(root, Some(&reader));
+    stamps.replace(reader.into_seen());
     // A warm, unchanged tree is answered from its manifest (engine::manifest).
     let manifest = match (&cache_dir, output, results_dir) {
         (Some(dir), Output::InPlace | Output::Check | Output::Stdout | Output::Unwrap, None) => {
-            ManifestCheck::new(dir, root, args, *output == Output::Check)
+            ManifestCheck::new(dir, root, args, *output == Output::Check, &scan, stamps)
         }
         _ => None,
     };
@@ -368,7 +377,14 @@ fn render_and_apply(
         return 0;
     }
     stats.phases.manifest_ms = phase.elapsed().as_millis();
-    let kptfile = match hydrate::load_root(root) {
+    let kptfile = match hydrate::load_root_with(root, |path| match path
+        .strip_prefix(root)
+        .ok()
+        .and_then(|relative| scan.bytes(&relative.to_string_lossy()))
+    {
+        Some(bytes) => Ok(bytes.clone()),
+        None => std::fs::read(path).map(std::sync::Arc::from),
+    }) {
         Ok(kptfile) => kptfile,
         Err(error) => {
             print_report(&Report::kptfile(&error), err);
@@ -392,9 +408,17 @@ fn render_and_apply(
     let mut err = AboveBar::new(err, bar.clone());
     let mut out = Tee::new(out, manifest.is_some());
     let mut err = Tee::new(&mut err, manifest.is_some());
-    let files = manifest.as_ref().map(|check| &check.files);
     let phase = std::time::Instant::now();
-    let (outcome, ran) = render_once(&context, args.jobs, kptfile, &mut err, progress, files);
+    let in_place = matches!(output, Output::InPlace | Output::Check);
+    let (outcome, ran) = render_once(
+        &context,
+        args.jobs,
+        kptfile,
+        &mut err,
+        progress,
+        Some(&scan),
+        in_place,
+    );
     stats.phases.render_ms = phase.elapsed().as_millis();
     stats.packages = ran.packages;
     stats.pipelines_run = ran.pipelines_run;
@@ -427,6 +451,17 @@ fn render_and_apply(
     }
     stats.files_written = written.files.len();
     stats.bytes_written = written.bytes;
+    // The tree this render left, recorded for the next render (only a
+    // cache that outlives the process can answer it).
+    if let (Ok(()), Some(committed), true) = (
+        &applied,
+        written.committed.take(),
+        context.store.remembers() && context.policy.is_some(),
+    ) {
+        let phase = std::time::Instant::now();
+        crate::engine::oneshot::record_left_tree(&context, args.jobs, &scan, &committed);
+        stats.phases.record_ms = phase.elapsed().as_millis();
+    }
     if let (Ok(()), Some(planned)) = (&applied, written.planned.take())
         && !planned.is_empty()
     {
@@ -634,6 +669,20 @@ pub(super) fn render_context(
         },
     };
     let exec = exec_evaluator(&chain_options);
+    let policy = cache_dir
+        .as_ref()
+        .map(|_| CachePolicy::for_config(&chain_options.config));
+    let store = match (&cache_dir, &remote) {
+        (Some(dir), Some(remote)) => Store::on_disk(dir).with_remote(remote.clone()),
+        (Some(dir), None) => Store::on_disk(dir),
+        (None, _) => Store::in_memory(),
+    };
+    // Keys shared with other machines name the build by its bytes.
+    let build = if remote.is_some() {
+        crate::engine::cache::build_identity_by_content()
+    } else {
+        crate::engine::cache::build_identity()
+    };
     let actions = cache_dir.as_deref().map(|dir| {
         let actions = ActionCache::new(dir, CachePolicy::for_config(&chain_options.config));
         Arc::new(match &remote {
@@ -668,6 +717,10 @@ pub(super) fn render_context(
         image,
         exec,
         actions,
+        policy,
+        build,
+        store: Arc::new(store),
+        runs: Default::default(),
     };
     (context, caches)
 }
@@ -722,12 +775,15 @@ struct ManifestCheck {
 }
 
 impl ManifestCheck {
-    fn new(dir: &Path, root: &Path, args: &RenderArgs, check: bool) -> Option<ManifestCheck> {
-        let mut files = FileStamps::default();
-        let reader = files.reader();
-        let tree = TreeSnapshot::scan_with(root, |path| reader.read(path)).ok()?;
-        let seen = reader.into_seen();
-        files.replace(seen);
+    fn new(
+        dir: &Path,
+        root: &Path,
+        args: &RenderArgs,
+        check: bool,
+        scan: &Scan,
+        files: FileStamps,
+    ) -> Option<ManifestCheck> {
+        let tree = scan.snapshot()?;
         let config_path = super::config_path(Some(root));
         let key = |check: bool| {
             RenderKey {
@@ -770,21 +826,19 @@ impl ManifestCheck {
         })
     }
 
-    /// Records the render when it left the tree exactly as it found it.
+    /// Records the render of a tree it left as it found it (the caller
+    /// knows it wrote nothing): the tree as read maps to the output it
+    /// printed, whatever happens to the files since.
     fn record(self, stdout: Vec<u8>, stderr: Vec<u8>) {
         let _span = tracing::info_span!("record").entered();
-        let reader = self.files.reader();
-        match TreeSnapshot::scan_with(&self.root, |path| reader.read(path)) {
-            Ok(after) if after == self.tree => manifest::store(
-                &self.dir,
-                &self.key,
-                &Manifest {
-                    tree: self.tree,
-                    stdout,
-                    stderr,
-                },
-            ),
-            _ => {}
-        }
+        manifest::store(
+            &self.dir,
+            &self.key,
+            &Manifest {
+                tree: self.tree,
+                stdout,
+                stderr,
+            },
+        );
     }
 }

@@ -243,7 +243,7 @@ impl ActionCache {
 
     /// Reads the run stored under `key`; a corrupt entry is not served.
     pub(crate) fn lookup(&self, key: &str) -> Option<CachedRun> {
-        let entry = match self.store.get(key) {
+        let entry = match self.store.get(&pack_key(key)) {
             Ok(Some(entry)) => entry,
             Ok(None) => match self.fetch(key) {
                 Some(entry) => entry,
@@ -272,7 +272,7 @@ impl ActionCache {
     /// A run the remote has under `key` (verified there), kept locally too.
     fn fetch(&self, key: &str) -> Option<EntryBytes> {
         let bytes = self.remote.as_ref()?.get(Table::Actions, key)?;
-        if let Err(error) = self.store.put(key, &[&bytes]) {
+        if let Err(error) = self.store.put(&pack_key(key), &[&bytes]) {
             tracing::debug!(target: "krender::actions", %error, "keeping a remote run failed");
         }
         Some(EntryBytes::from(bytes))
@@ -292,7 +292,7 @@ impl ActionCache {
         if let Some(remote) = &self.remote {
             remote.put(Table::Actions, key, &[head.as_slice(), output].concat());
         }
-        match self.store.put(key, &[&head, output]) {
+        match self.store.put(&pack_key(key), &[&head, output]) {
             Ok(()) => {
                 self.stores.fetch_add(1, Ordering::Relaxed);
             }
@@ -319,6 +319,12 @@ impl ActionCache {
             tracing::debug!(target: "krender::actions", %error, "writing the action index failed");
         }
     }
+}
+
+/// The pack key of a hex key (its blake3, which a hex digest's bytes are
+/// not, but any text key is fine).
+fn pack_key(key: &str) -> packs::Key {
+    *blake3::hash(key.as_bytes()).as_bytes()
 }
 
 /// The entries in the action store of `cache_dir` and their bytes.

@@ -34,6 +34,16 @@ pub struct RenderContext {
     pub exec: Arc<dyn Evaluator>,
     /// The persistent action cache one-shot renders consult, if on.
     pub actions: Option<Arc<super::actions::ActionCache>>,
+    /// Decides which functions are pure, and so which runs are kept; `None`
+    /// when nothing is cached.
+    pub policy: Option<super::cache::CachePolicy>,
+    /// The krender build, as keys name it.
+    pub build: String,
+    /// Where resources and runs are kept.
+    pub store: Arc<super::store::Store>,
+    /// The runs of the last execution over this context (see
+    /// [`super::executor::Known`]).
+    pub runs: std::sync::Mutex<super::executor::Known>,
 }
 
 /// The database trait the queries take.
@@ -195,13 +205,17 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<SharedRun> {
         exec: context.exec.as_ref(),
         runs: None,
     };
+    let display = crate::pkg::tree::display_path(&context.root, pkg.path(db));
     let run = hydrate::run_package(
-        &context.root,
-        pkg.path(db),
-        kptfile,
+        hydrate::PackageJob {
+            root: &context.root,
+            pkg: pkg.path(db),
+            kptfile,
+            input,
+            local_files: input_files,
+            display: &display,
+        },
         context.save_on_failure,
-        input,
-        input_files,
         &context.options,
         runtimes,
     );
@@ -267,28 +281,8 @@ impl Drop for SharedRun {
         if big && Arc::strong_count(&self.run) == 1 {
             // The background thread's handle outlives this one (should it
             // drop first, the tree is freed here: slower, never wrong).
-            free_in_background(Arc::clone(&self.run));
+            super::executor::free_in_background(Arc::clone(&self.run));
         }
-    }
-}
-
-/// Hands `value` to one long-lived thread that drops it. Where that thread
-/// cannot be started, `value` is dropped here.
-fn free_in_background<T: Send + 'static>(value: T) {
-    use std::sync::mpsc::{Sender, channel};
-    type Garbage = Box<dyn Send>;
-    static FREER: std::sync::OnceLock<Option<Sender<Garbage>>> = std::sync::OnceLock::new();
-    let freer = FREER.get_or_init(|| {
-        let (sender, receiver) = channel::<Garbage>();
-        std::thread::Builder::new()
-            .name("krender-free".into())
-            .spawn(move || receiver.into_iter().for_each(drop))
-            .ok()
-            .map(|_| sender)
-    });
-    // Without the thread, or should its channel close, `value` drops here.
-    if let Some(sender) = freer {
-        let _ = sender.send(Box::new(value));
     }
 }
 
@@ -309,8 +303,8 @@ mod tests {
     #[test]
     fn a_value_handed_to_the_freer_is_dropped_on_its_thread() {
         let (sender, receiver) = std::sync::mpsc::channel();
-        free_in_background(Witness(sender.clone()));
-        free_in_background(Witness(sender));
+        super::super::executor::free_in_background(Witness(sender.clone()));
+        super::super::executor::free_in_background(Witness(sender));
         for _ in 0..2 {
             let thread = receiver
                 .recv_timeout(std::time::Duration::from_secs(10))

@@ -21,7 +21,6 @@ use super::actions::{ActionCache, ActionInputs, BfsRuns, CachedOutput};
 use super::db::RenderContext;
 use super::levels::levels;
 use super::session::{Progress, Scanned, in_pool, path_key, scan_tree};
-use super::stamps::FileStamps;
 use crate::hydrate::{self, PackageRun, Precomputed, RenderOutcome, Runtimes};
 use crate::pkg::kptfile::{self, Kptfile};
 use crate::pkg::reader::{ReadOptions, parse_package_files};
@@ -48,37 +47,158 @@ pub fn render_once(
     root_kptfile: Kptfile,
     log: &mut dyn Write,
     progress: Option<Progress>,
-    files: Option<&FileStamps>,
+    scan: Option<&super::scan::Scan>,
+    in_place: bool,
 ) -> (RenderOutcome, OnceStats) {
     let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
-    let mut stats = OnceStats::default();
-    let precomputed = if bfs {
-        Precomputed::default()
-    } else {
-        let reader = files.map(FileStamps::reader);
-        match scan_tree(&context.root, &root_kptfile, reader.as_ref()) {
-            Some(scanned) => {
-                let runs = run_levels(context, scanned, jobs, progress, &mut stats);
-                if let Some(actions) = &context.actions {
-                    actions.finish();
-                }
-                runs
-            }
-            // The walk reads the tree itself and reports what is wrong.
-            None => Precomputed::default(),
-        }
+    if bfs {
+        return render_bfs(context, root_kptfile, log);
+    }
+    let plan = match scan {
+        Some(scan) => super::plan::Plan::from_scan(scan, root_kptfile),
+        None => super::plan::Plan::read(&context.root, root_kptfile, None),
     };
+    let mut lookups = true;
+    loop {
+        let options = super::executor::ExecOptions {
+            jobs,
+            progress: progress.as_ref(),
+            mode: super::executor::ExecMode {
+                lookups,
+                pure_only: false,
+            },
+        };
+        let execution = super::executor::execute(context, &context.store, &plan, &options);
+        let ran = execution.stats;
+        context.store.finish();
+        // The log is kept until the walk is whole: a stored output found
+        // unreadable on the way means running again without the store.
+        let mut buffered = Vec::new();
+        match super::assemble::assemble(
+            &plan,
+            &execution,
+            &context.store,
+            &context.options,
+            context.save_on_failure,
+            in_place.then_some(context.build.as_str()),
+            &mut buffered,
+        ) {
+            Ok(outcome) => {
+                // A whole tree's resources: freed off the render's path.
+                super::executor::free_in_background(execution);
+                let _ = log.write_all(&buffered);
+                let stats = OnceStats {
+                    packages: outcome.n_packages.max(plan.packages.len()),
+                    pipelines_run: ran.pipelines_run,
+                    action_cache_hits: ran.hits,
+                };
+                return (outcome, stats);
+            }
+            Err(super::assemble::Incomplete) if lookups && !context.options.cancel.is_cancelled() => {
+                tracing::warn!("a stored run's output is unreadable; rendering without the store");
+                lookups = false;
+            }
+            Err(super::assemble::Incomplete) => {
+                // Cancelled (the CLI reports it), or unreadable twice.
+                let outcome = RenderOutcome {
+                    root: context.root.clone(),
+                    resources: None,
+                    error: Some(crate::hydrate::HydrateError::plain(
+                        &context.root,
+                        "render interrupted",
+                        crate::hydrate::Report::Error("render interrupted".into()),
+                    )),
+                    save_on_failure: context.save_on_failure,
+                    attribution: context.options.attribution,
+                    durability: context.options.durability,
+                    input_files: Default::default(),
+                    mutation_steps: Vec::new(),
+                    validation_steps: Vec::new(),
+                    fn_results: Vec::new(),
+                    executed: 0,
+                    n_packages: 0,
+                };
+                return (outcome, OnceStats::default());
+            }
+        }
+    }
+}
+
+/// Runs the pure packages of the tree a render left (`scan` with the
+/// render's `committed` changes), so that their runs are stored under the
+/// keys the next render computes: a render right after one that wrote
+/// files finds every such run instead of running it again. Nothing is
+/// printed or written; a tree that cannot be described is left alone.
+pub fn record_left_tree(
+    context: &RenderContext,
+    jobs: Option<usize>,
+    scan: &super::scan::Scan,
+    committed: &crate::pkg::commit::Changes,
+) {
+    let _span = tracing::info_span!("record_left_tree").entered();
+    let Some(after) = scan.with_changes(committed) else {
+        return;
+    };
+    let Some(bytes) = after.bytes(kptfile::KPTFILE_NAME).cloned() else {
+        return;
+    };
+    let Ok(root_kptfile) = hydrate::load_root_with(&context.root, |_| Ok(bytes)) else {
+        return;
+    };
+    if root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION) {
+        return;
+    }
+    let plan = super::plan::Plan::from_scan(&after, root_kptfile);
+    let options = super::executor::ExecOptions {
+        jobs,
+        progress: None,
+        mode: super::executor::ExecMode {
+            lookups: true,
+            pure_only: true,
+        },
+    };
+    let execution = super::executor::execute(context, &context.store, &plan, &options);
+    tracing::debug!(
+        ran = execution.stats.pipelines_run,
+        hits = execution.stats.hits,
+        "recorded the tree the render left"
+    );
+    // The files that tree's render would plan: remembered, so that the
+    // next render finds them unchanged without writing them out again.
+    if let Some(output) = execution
+        .outcomes
+        .first()
+        .and_then(|root| root.record())
+        .and_then(|record| record.output.get())
+    {
+        let _ = super::files::planned_changes(
+            &plan,
+            &output,
+            &Default::default(),
+            &execution,
+            &context.store,
+            &context.build,
+            context.options.attribution,
+        );
+    }
+    super::executor::free_in_background(execution);
+    context.store.finish();
+}
+
+/// A breadth-first render, in hydrate's walk (through the action cache).
+fn render_bfs(
+    context: &RenderContext,
+    root_kptfile: Kptfile,
+    log: &mut dyn Write,
+) -> (RenderOutcome, OnceStats) {
+    let mut stats = OnceStats::default();
     // A BFS walk runs its packages itself, through the action cache.
-    let bfs_runs = context
-        .actions
-        .as_deref()
-        .filter(|_| bfs)
-        .map(|actions| BfsRuns {
-            actions,
-            options: &context.options,
-            save_on_failure: context.save_on_failure,
-            only: None,
-        });
+    let bfs_runs = context.actions.as_deref().map(|actions| BfsRuns {
+        actions,
+        options: &context.options,
+        save_on_failure: context.save_on_failure,
+        only: None,
+    });
     let hits_before = bfs_runs
         .as_ref()
         .map_or(0, |runs| runs.actions.stats().hits);
@@ -87,14 +207,13 @@ pub fn render_once(
         exec: context.exec.as_ref(),
         runs: bfs_runs.as_ref().map(|runs| runs as &dyn hydrate::RunStore),
     };
-    let adopted = precomputed.runs.len();
     let outcome = hydrate::hydrate_with(
         &context.root,
         root_kptfile,
         &context.options,
         runtimes,
         log,
-        precomputed,
+        Precomputed::default(),
     );
     stats.packages = outcome.n_packages;
     if let Some(runs) = &bfs_runs {
@@ -102,11 +221,9 @@ pub fn render_once(
         stats.action_cache_hits += usize::try_from(hits).unwrap_or(usize::MAX);
         runs.actions.finish();
     }
-    // Packages the walk reached without a precomputed (or cached) run ran
-    // in the walk.
     stats.pipelines_run += outcome
         .n_packages
-        .saturating_sub(adopted + stats.action_cache_hits);
+        .saturating_sub(stats.action_cache_hits);
     (outcome, stats)
 }
 
@@ -432,13 +549,17 @@ fn run_one(
         exec: context.exec.as_ref(),
         runs: None,
     };
+    let display = crate::pkg::tree::display_path(&context.root, &pkg.path);
     let run = hydrate::run_package(
-        &context.root,
-        &pkg.path,
-        &pkg.kptfile,
+        hydrate::PackageJob {
+            root: &context.root,
+            pkg: &pkg.path,
+            kptfile: &pkg.kptfile,
+            input,
+            local_files: input_files,
+            display: &display,
+        },
         context.save_on_failure,
-        input,
-        input_files,
         &context.options,
         runtimes,
     );

@@ -1,46 +1,57 @@
-//! The action cache's store: entries appended to one pack file per
-//! process, found through index files, in the manner of git's packs.
+//! The local store's files: entries appended to one pack file per process,
+//! found through sorted binary index files, in the manner of git's packs.
 //!
-//! A render stores hundreds or thousands of package runs. One file (and,
-//! in cacache's layout, up to four directories) per entry made a cold
-//! render spend most of its time allocating inodes: measured on ext4, a
-//! cold 1,000-package render took 2.9× as long with per-entry files. Here
-//! a process appends every entry it stores to `packs/<id>.pack` and, when
-//! it is done ([`PackStore::finish`]), writes `index/<id>.idx`: one line
-//! per entry, `<key> <pack> <offset> <length> <blake3>`. An index is
-//! written whole and renamed into place after its pack, so a reader never
-//! finds a line whose bytes are not there; a process killed before that
-//! leaves only an unreferenced pack, which `cache prune` removes.
+//! A render stores thousands of small entries (resources, run records).
+//! One file per entry made a cold render spend most of its time allocating
+//! inodes; here a process appends every entry it stores to
+//! `packs/<id>.pack` and, when it is done ([`PackStore::finish`]), writes
+//! `index/<id>.idx`: its entries sorted by key, each a fixed-size record
+//! (key, pack, offset, length, blake3 of the bytes). An index is written
+//! whole and renamed into place after its pack, so a reader never finds an
+//! entry whose bytes are not there; a process killed before that leaves
+//! only an unreferenced pack, which `cache prune` removes.
 //!
-//! Readers load every index (later ones win) and check each entry's
-//! blake3 when they read it: a damaged entry is reported as corrupt and
-//! never served, and the next store of its key supersedes it. When more
-//! than [`MERGE_AT`] index files accumulate, a reader merges them into one.
+//! Readers map the index files and binary-search them, newest first: a
+//! render that looks up a few thousand keys reads a few pages of each, not
+//! the whole index. Every entry's blake3 is checked when it is read: a
+//! damaged entry is reported as corrupt and never served, and the next
+//! store of its key supersedes it. When more than [`MERGE_AT`] index files
+//! accumulate, a reader merges them into one.
 //!
-//! Packs are read through memory maps: a warm render reads every entry of
-//! its tree (megabytes), and copying each into a fresh zeroed buffer cost
-//! more than decoding it. Packs are only ever appended to, and removed
-//! whole, never rewritten or truncated, so a mapped range stays valid.
+//! Packs are read through memory maps (a warm render reads megabytes of
+//! entries). They are only ever appended to and removed whole, never
+//! rewritten or truncated, so a mapped range stays valid. A pack's
+//! modification time is refreshed when a process first reads from it, so
+//! pruning by age removes what no render used lately.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Index files a reader merges into one.
-const MERGE_AT: usize = 32;
+const MERGE_AT: usize = 16;
+
+/// The first bytes of an index file.
+const INDEX_MAGIC: &[u8; 4] = b"KRX2";
+
+/// Bytes of one index record: key, pack number, offset, length, blake3.
+const RECORD: usize = 32 + 4 + 8 + 8 + 32;
+
+/// An entry's key (a blake3 digest).
+pub(crate) type Key = [u8; 32];
 
 /// Where an entry's bytes are.
 #[derive(Clone, Debug)]
 struct Location {
-    pack: String,
+    pack: Arc<str>,
     offset: u64,
     len: u64,
-    hash: blake3::Hash,
+    hash: [u8; 32],
 }
 
-/// An entry whose bytes do not match its index line.
+/// An entry whose bytes do not match their index record.
 #[derive(Debug)]
 pub(crate) struct Corrupt;
 
@@ -74,21 +85,113 @@ impl std::ops::Deref for EntryBytes {
     }
 }
 
-/// The pack a process is appending to.
+/// One mapped index file.
+struct IndexFile {
+    map: memmap2::Mmap,
+    /// Pack ids, by the number the records use.
+    packs: Vec<Arc<str>>,
+    /// Where the records start.
+    records: usize,
+    /// How many.
+    count: usize,
+}
+
+impl IndexFile {
+    fn open(path: &Path) -> Option<IndexFile> {
+        let file = File::open(path).ok()?;
+        // SAFETY: index files are written whole and renamed into place,
+        // never changed after: the mapped bytes do not change while mapped.
+        let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+        let mut at = INDEX_MAGIC.len();
+        if map.get(..at)? != INDEX_MAGIC {
+            return None;
+        }
+        let read_u32 = |at: &mut usize| -> Option<u32> {
+            let bytes = map.get(*at..*at + 4)?;
+            *at += 4;
+            Some(u32::from_le_bytes(bytes.try_into().ok()?))
+        };
+        let pack_count = read_u32(&mut at)?;
+        let mut packs = Vec::new();
+        for _ in 0..pack_count {
+            let len = usize::try_from(read_u32(&mut at)?).ok()?;
+            let id = std::str::from_utf8(map.get(at..at + len)?).ok()?;
+            if !valid_pack_id(id) {
+                return None;
+            }
+            packs.push(Arc::from(id));
+            at += len;
+        }
+        let count = u64::from_le_bytes(map.get(at..at + 8)?.try_into().ok()?);
+        let count = usize::try_from(count).ok()?;
+        at += 8;
+        if map.len() != at.checked_add(count.checked_mul(RECORD)?)? {
+            return None;
+        }
+        Some(IndexFile {
+            map,
+            packs,
+            records: at,
+            count,
+        })
+    }
+
+    fn record(&self, i: usize) -> &[u8] {
+        let start = self.records + i * RECORD;
+        &self.map[start..start + RECORD]
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        &self.record(i)[..32]
+    }
+
+    fn location(&self, i: usize) -> Option<Location> {
+        let record = self.record(i);
+        let pack = u32::from_le_bytes(record[32..36].try_into().ok()?);
+        Some(Location {
+            pack: self.packs.get(usize::try_from(pack).ok()?)?.clone(),
+            offset: u64::from_le_bytes(record[36..44].try_into().ok()?),
+            len: u64::from_le_bytes(record[44..52].try_into().ok()?),
+            hash: record[52..84].try_into().ok()?,
+        })
+    }
+
+    fn find(&self, key: &Key) -> Option<Location> {
+        let (mut low, mut high) = (0, self.count);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            match self.key(middle).cmp(key.as_slice()) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => return self.location(middle),
+            }
+        }
+        None
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (Key, Location)> + '_ {
+        (0..self.count).filter_map(|i| Some((self.key(i).try_into().ok()?, self.location(i)?)))
+    }
+}
+
+/// The pack a process is appending to, through a buffer (a render
+/// appends thousands of small entries).
 struct Writer {
-    id: String,
-    file: File,
+    id: Arc<str>,
+    file: std::io::BufWriter<File>,
     offset: u64,
-    lines: String,
+    /// Bytes of the pack on disk (the rest are in the buffer).
+    flushed: u64,
 }
 
 /// A pack store in a directory.
 pub(crate) struct PackStore {
     dir: PathBuf,
-    /// Every published entry (loaded on the first read) and this process's
-    /// own.
-    index: Mutex<Option<HashMap<String, Location>>>,
-    packs: Mutex<HashMap<String, Arc<memmap2::Mmap>>>,
+    /// The published index files, newest first (mapped on the first read).
+    indexes: Mutex<Option<Arc<Vec<IndexFile>>>>,
+    /// This process's own entries, not yet published.
+    own: Mutex<HashMap<Key, Location>>,
+    packs: Mutex<HashMap<Arc<str>, Arc<memmap2::Mmap>>>,
     writer: Mutex<Option<Writer>>,
 }
 
@@ -97,61 +200,97 @@ impl PackStore {
     pub(crate) fn open(dir: PathBuf) -> PackStore {
         PackStore {
             dir,
-            index: Mutex::new(None),
+            indexes: Mutex::new(None),
+            own: Mutex::default(),
             packs: Mutex::default(),
             writer: Mutex::default(),
         }
     }
 
+    fn indexes(&self) -> Arc<Vec<IndexFile>> {
+        let Ok(mut indexes) = self.indexes.lock() else {
+            return Arc::default();
+        };
+        indexes
+            .get_or_insert_with(|| Arc::new(load_indexes(&self.dir)))
+            .clone()
+    }
+
+    fn locate(&self, key: &Key) -> Option<Location> {
+        if let Some(location) = self.own.lock().ok()?.get(key) {
+            return Some(location.clone());
+        }
+        self.indexes().iter().find_map(|index| index.find(key))
+    }
+
+    /// Whether an entry is stored under `key` (its bytes are not checked).
+    pub(crate) fn contains(&self, key: &Key) -> bool {
+        self.locate(key).is_some()
+    }
+
     /// The bytes stored under `key`: `Ok(None)` when there are none (or
     /// their pack is gone), `Err` when they do not match their digest.
-    pub(crate) fn get(&self, key: &str) -> Result<Option<EntryBytes>, Corrupt> {
-        let location = {
-            let Ok(mut index) = self.index.lock() else {
-                return Ok(None);
-            };
-            let index = index.get_or_insert_with(|| load_index(&self.dir));
-            match index.get(key) {
-                Some(location) => location.clone(),
-                None => return Ok(None),
-            }
+    pub(crate) fn get(&self, key: &Key) -> Result<Option<EntryBytes>, Corrupt> {
+        let Some(location) = self.locate(key) else {
+            return Ok(None);
         };
         let start = usize::try_from(location.offset).map_err(|_| Corrupt)?;
         let end = usize::try_from(location.len)
             .ok()
             .and_then(|len| start.checked_add(len))
             .ok_or(Corrupt)?;
+        self.flush_own(&location.pack, end as u64);
         let Some(map) = self.pack(&location.pack, end) else {
             return Ok(None);
         };
         // A pack shorter than its index says (damaged) is corrupt, not a panic.
         let bytes = map.get(start..end).ok_or(Corrupt)?;
-        if blake3::hash(bytes) != location.hash {
+        if blake3::hash(bytes).as_bytes() != &location.hash {
             return Err(Corrupt);
         }
         Ok(Some(EntryBytes::Mapped { map, start, end }))
     }
 
+    /// Writes this process's buffered entries of pack `id` out, when an
+    /// entry ending at `end` is still in the buffer.
+    fn flush_own(&self, id: &Arc<str>, end: u64) {
+        let Ok(mut guard) = self.writer.lock() else {
+            return;
+        };
+        if let Some(writer) = guard.as_mut()
+            && writer.id == *id
+            && writer.flushed < end
+            && writer.file.flush().is_ok()
+        {
+            writer.flushed = writer.offset;
+        }
+    }
+
     /// The map of pack `id`, covering at least `len` bytes when the file
     /// has them (this process's own pack grows: it is mapped again).
-    fn pack(&self, id: &str, len: usize) -> Option<Arc<memmap2::Mmap>> {
+    fn pack(&self, id: &Arc<str>, len: usize) -> Option<Arc<memmap2::Mmap>> {
         let mut packs = self.packs.lock().ok()?;
         if let Some(map) = packs.get(id)
             && map.len() >= len
         {
             return Some(map.clone());
         }
-        let file = File::open(self.dir.join("packs").join(format!("{id}.pack"))).ok()?;
+        let path = self.dir.join("packs").join(format!("{id}.pack"));
+        let file = File::open(&path).ok()?;
+        if !packs.contains_key(id) {
+            // Used now: pruning by age keeps it (best effort).
+            let _ = file.set_modified(std::time::SystemTime::now());
+        }
         // SAFETY: packs are append-only and removed whole (see the module
         // doc): the mapped bytes never change while mapped.
         let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.ok()?);
-        packs.insert(id.to_owned(), map.clone());
+        packs.insert(id.clone(), map.clone());
         Some(map)
     }
 
     /// Appends an entry (the concatenation of `parts`) under `key`; it is
     /// found by other processes once [`PackStore::finish`] has run.
-    pub(crate) fn put(&self, key: &str, parts: &[&[u8]]) -> std::io::Result<()> {
+    pub(crate) fn put(&self, key: &Key, parts: &[&[u8]]) -> std::io::Result<()> {
         let mut guard = self
             .writer
             .lock()
@@ -169,26 +308,15 @@ impl PackStore {
             hasher.update(part);
             len += part.len() as u64;
         }
-        let line = format!(
-            "{key} {} {} {len} {}\n",
-            writer.id,
-            writer.offset,
-            hasher.finalize().to_hex()
-        );
         let location = Location {
             pack: writer.id.clone(),
             offset: writer.offset,
             len,
-            hash: hasher.finalize(),
+            hash: *hasher.finalize().as_bytes(),
         };
-        writer.lines.push_str(&line);
         writer.offset += len;
-        // This process finds its own entries before they are published (a
-        // watch session whose edit is undone).
-        if let Ok(mut index) = self.index.lock()
-            && let Some(index) = index.as_mut()
-        {
-            index.insert(key.to_owned(), location);
+        if let Ok(mut own) = self.own.lock() {
+            own.insert(*key, location);
         }
         Ok(())
     }
@@ -200,13 +328,13 @@ impl PackStore {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |since| since.as_nanos());
-        let id = format!("{nanos:020}-{}", std::process::id());
+        let id: Arc<str> = Arc::from(format!("{nanos:020}-{}", std::process::id()));
         let file = File::create_new(packs.join(format!("{id}.pack")))?;
         Ok(Writer {
             id,
-            file,
+            file: std::io::BufWriter::with_capacity(1 << 20, file),
             offset: 0,
-            lines: String::new(),
+            flushed: 0,
         })
     }
 
@@ -216,24 +344,81 @@ impl PackStore {
         let Some(writer) = self.writer.lock().ok().and_then(|mut guard| guard.take()) else {
             return Ok(());
         };
-        writer.file.sync_data().ok();
-        write_index(&self.dir, &writer.id, &writer.lines)
+        let file = writer.file.into_inner().map_err(|error| error.into_error())?;
+        file.sync_data().ok();
+        let entries: Vec<(Key, Location)> = match self.own.lock() {
+            Ok(own) => own
+                .iter()
+                .filter(|(_, at)| at.pack == writer.id)
+                .map(|(key, at)| (*key, at.clone()))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        write_index(&self.dir, &writer.id, entries)?;
+        // The published entries are read through the new index from now on.
+        if let Ok(mut indexes) = self.indexes.lock() {
+            *indexes = None;
+        }
+        if let Ok(mut own) = self.own.lock() {
+            own.retain(|_, at| at.pack != writer.id);
+        }
+        Ok(())
     }
 }
 
 impl Drop for PackStore {
     fn drop(&mut self) {
         if let Err(error) = self.finish() {
-            tracing::debug!(target: "krender::actions", %error, "writing the pack index failed");
+            tracing::debug!(target: "krender::store", %error, "writing the pack index failed");
         }
     }
 }
 
-/// Writes `index/<id>.idx` through a temporary file.
-fn write_index(dir: &Path, id: &str, lines: &str) -> std::io::Result<()> {
+/// A pack id as this module names them (time and process id).
+fn valid_pack_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+}
+
+/// Writes `index/<id>.idx` (entries sorted by key, later ones of a key
+/// winning) through a temporary file.
+fn write_index(dir: &Path, id: &str, mut entries: Vec<(Key, Location)>) -> std::io::Result<()> {
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.dedup_by(|later, earlier| {
+        // `dedup_by` keeps the first of a run; the later one wins here.
+        if later.0 == earlier.0 {
+            std::mem::swap(later, earlier);
+            true
+        } else {
+            false
+        }
+    });
+    let mut packs: Vec<Arc<str>> = Vec::new();
+    let mut numbers: HashMap<Arc<str>, u32> = HashMap::new();
+    for (_, at) in &entries {
+        if !numbers.contains_key(&at.pack) {
+            numbers.insert(at.pack.clone(), packs.len() as u32);
+            packs.push(at.pack.clone());
+        }
+    }
+    let mut bytes = Vec::with_capacity(64 + entries.len() * RECORD);
+    bytes.extend_from_slice(INDEX_MAGIC);
+    bytes.extend_from_slice(&(packs.len() as u32).to_le_bytes());
+    for pack in &packs {
+        bytes.extend_from_slice(&(pack.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(pack.as_bytes());
+    }
+    bytes.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    for (key, at) in &entries {
+        bytes.extend_from_slice(key);
+        bytes.extend_from_slice(&numbers.get(&at.pack).copied().unwrap_or(0).to_le_bytes());
+        bytes.extend_from_slice(&at.offset.to_le_bytes());
+        bytes.extend_from_slice(&at.len.to_le_bytes());
+        bytes.extend_from_slice(&at.hash);
+    }
     let index = dir.join("index");
+    std::fs::create_dir_all(&index)?;
     let temp = index.join(format!(".{id}.idx.tmp"));
-    std::fs::write(&temp, lines)?;
+    std::fs::write(&temp, bytes)?;
     std::fs::rename(&temp, index.join(format!("{id}.idx")))
 }
 
@@ -252,77 +437,54 @@ fn index_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-fn parse_line(line: &str) -> Option<(String, Location)> {
-    let mut fields = line.split(' ');
-    let key = fields.next()?.to_owned();
-    let pack = fields.next()?.to_owned();
-    let offset = fields.next()?.parse().ok()?;
-    let len = fields.next()?.parse().ok()?;
-    let hash = blake3::Hash::from_hex(fields.next()?).ok()?;
-    let valid_pack = !pack.is_empty() && pack.bytes().all(|b| b.is_ascii_digit() || b == b'-');
-    (fields.next().is_none() && valid_pack).then_some((
-        key,
-        Location {
-            pack,
-            offset,
-            len,
-            hash,
-        },
-    ))
-}
-
-/// Every index line (later files win), merging the files when there are
-/// many.
-fn load_index(dir: &Path) -> HashMap<String, Location> {
+/// The index files, mapped, newest first; merged into one first when
+/// there are many. A file that does not read as an index is skipped.
+fn load_indexes(dir: &Path) -> Vec<IndexFile> {
     let files = index_files(dir);
-    let mut index = HashMap::new();
-    for file in &files {
-        let Ok(text) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        index.extend(text.lines().filter_map(parse_line));
-    }
     if files.len() > MERGE_AT {
-        merge(dir, &files, &index);
+        merge(dir, &files);
+        return load_indexes_from(&index_files(dir));
     }
-    index
+    load_indexes_from(&files)
 }
 
-/// Replaces `files` by one index holding `index` (best effort: a failure
-/// leaves them as they are).
-fn merge(dir: &Path, files: &[PathBuf], index: &HashMap<String, Location>) {
-    let mut lines = String::new();
-    // Sorted, so that the merged file does not depend on hash order.
-    let mut entries: Vec<(&String, &Location)> = index.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    for (key, at) in entries {
-        lines.push_str(&format!(
-            "{key} {} {} {} {}\n",
-            at.pack,
-            at.offset,
-            at.len,
-            at.hash.to_hex()
-        ));
+fn load_indexes_from(files: &[PathBuf]) -> Vec<IndexFile> {
+    files.iter().rev().filter_map(|file| IndexFile::open(file)).collect()
+}
+
+/// Every entry of the index files, newest winning.
+fn all_entries(indexes: &[IndexFile]) -> HashMap<Key, Location> {
+    let mut entries = HashMap::new();
+    // Oldest first, so that newer entries replace older ones.
+    for index in indexes.iter().rev() {
+        entries.extend(index.entries());
     }
+    entries
+}
+
+/// Replaces `files` by one index holding all their entries (best effort: a
+/// failure leaves them as they are).
+fn merge(dir: &Path, files: &[PathBuf]) {
+    let entries = all_entries(&load_indexes_from(files));
     // Named after the newest file it replaces, so it sorts before any
     // index written since.
     let Some(newest) = files.last().and_then(|file| file.file_stem()) else {
         return;
     };
     let id = format!("{}-merged", newest.to_string_lossy());
-    if write_index(dir, &id, &lines).is_ok() {
+    if write_index(dir, &id, entries.into_iter().collect()).is_ok() {
         for file in files {
             let _ = std::fs::remove_file(file);
         }
     }
 }
 
-/// Entries (index lines whose pack exists) and the bytes of the packs.
+/// Entries (whose pack exists) and the bytes of the packs.
 pub(crate) fn summarize(dir: &Path) -> std::io::Result<(u64, u64)> {
     let packs = existing_packs(dir);
-    let entries = load_index(dir)
+    let entries = all_entries(&load_indexes(dir))
         .values()
-        .filter(|at| packs.contains_key(&at.pack))
+        .filter(|at| packs.contains_key(&*at.pack))
         .count() as u64;
     Ok((entries, packs.values().sum()))
 }
@@ -343,18 +505,19 @@ fn existing_packs(dir: &Path) -> HashMap<String, u64> {
         .unwrap_or_default()
 }
 
-/// Removes the packs (with their entries) and index files last written
-/// before `cutoff`, and packs no index names; returns (entries removed,
-/// entries kept).
+/// Removes the packs last used before `cutoff` (with their entries), index
+/// files older than that which name no remaining pack, and packs no index
+/// names; returns (entries removed, entries kept).
 pub(crate) fn prune(dir: &Path, cutoff: std::time::SystemTime) -> std::io::Result<(u64, u64)> {
-    let index = load_index(dir);
+    let entries = all_entries(&load_indexes(dir));
     let old = |path: &Path| {
         std::fs::metadata(path)
             .and_then(|meta| meta.modified())
             .is_ok_and(|modified| modified < cutoff)
     };
-    let named: BTreeSet<&str> = index.values().map(|at| at.pack.as_str()).collect();
-    let mut removed_packs = BTreeSet::new();
+    let named: std::collections::BTreeSet<&str> =
+        entries.values().map(|at| &*at.pack).collect();
+    let mut removed_packs = std::collections::BTreeSet::new();
     for id in existing_packs(dir).into_keys() {
         let path = dir.join("packs").join(format!("{id}.pack"));
         if old(&path) || (!named.contains(id.as_str()) && old_enough_to_be_orphaned(&path)) {
@@ -362,16 +525,22 @@ pub(crate) fn prune(dir: &Path, cutoff: std::time::SystemTime) -> std::io::Resul
             removed_packs.insert(id);
         }
     }
+    let remaining = existing_packs(dir);
     for file in index_files(dir) {
-        if old(&file) {
+        let Some(index) = IndexFile::open(&file) else {
+            continue;
+        };
+        let names_remaining = index.packs.iter().any(|pack| remaining.contains_key(&**pack));
+        drop(index);
+        if old(&file) && !names_remaining {
             std::fs::remove_file(&file)?;
         }
     }
-    let removed = index
+    let removed = entries
         .values()
-        .filter(|at| removed_packs.contains(&at.pack))
+        .filter(|at| removed_packs.contains(&*at.pack))
         .count() as u64;
-    Ok((removed, index.len() as u64 - removed))
+    Ok((removed, entries.len() as u64 - removed))
 }
 
 /// A pack without an index is one being written, or one a killed process
@@ -388,24 +557,31 @@ fn old_enough_to_be_orphaned(path: &Path) -> bool {
 mod tests {
     use super::*;
 
+    fn key(name: &str) -> Key {
+        *blake3::hash(name.as_bytes()).as_bytes()
+    }
+
     #[test]
     fn entries_are_found_after_finish_and_damage_is_caught() {
         let dir = tempfile::tempdir().unwrap();
         let store = PackStore::open(dir.path().to_path_buf());
-        store.put("a", &[b"hello ", b"world"]).unwrap();
-        store.put("b", &[b"second"]).unwrap();
+        store.put(&key("a"), &[b"hello ", b"world"]).unwrap();
+        store.put(&key("b"), &[b"second"]).unwrap();
         // Not published yet: another process does not see it.
         assert!(
             PackStore::open(dir.path().to_path_buf())
-                .get("a")
+                .get(&key("a"))
                 .unwrap()
                 .is_none()
         );
         store.finish().unwrap();
+        // This process still finds them, now through the index.
+        assert_eq!(&*store.get(&key("a")).unwrap().unwrap(), b"hello world");
         let reader = PackStore::open(dir.path().to_path_buf());
-        assert_eq!(&*reader.get("a").unwrap().unwrap(), b"hello world");
-        assert_eq!(&*reader.get("b").unwrap().unwrap(), b"second");
-        assert!(reader.get("c").unwrap().is_none());
+        assert_eq!(&*reader.get(&key("a")).unwrap().unwrap(), b"hello world");
+        assert_eq!(&*reader.get(&key("b")).unwrap().unwrap(), b"second");
+        assert!(reader.get(&key("c")).unwrap().is_none());
+        assert!(reader.contains(&key("b")) && !reader.contains(&key("c")));
         assert_eq!(summarize(dir.path()).unwrap(), (2, 17));
         // Flip a byte of the pack: the entry is corrupt, the other fine.
         let pack = std::fs::read_dir(dir.path().join("packs"))
@@ -418,13 +594,13 @@ mod tests {
         bytes[0] ^= 1;
         std::fs::write(&pack, bytes).unwrap();
         let reader = PackStore::open(dir.path().to_path_buf());
-        assert!(reader.get("a").is_err());
-        assert_eq!(&*reader.get("b").unwrap().unwrap(), b"second");
+        assert!(reader.get(&key("a")).is_err());
+        assert_eq!(&*reader.get(&key("b")).unwrap().unwrap(), b"second");
         // A later store of the key supersedes it.
-        reader.put("a", &[b"fresh"]).unwrap();
+        reader.put(&key("a"), &[b"fresh"]).unwrap();
         reader.finish().unwrap();
         let again = PackStore::open(dir.path().to_path_buf());
-        assert_eq!(&*again.get("a").unwrap().unwrap(), b"fresh");
+        assert_eq!(&*again.get(&key("a")).unwrap().unwrap(), b"fresh");
     }
 
     /// A process finds what it stored before publishing it (a watch
@@ -433,11 +609,11 @@ mod tests {
     fn a_process_reads_its_own_entries_before_finishing() {
         let dir = tempfile::tempdir().unwrap();
         let store = PackStore::open(dir.path().to_path_buf());
-        assert!(store.get("a").unwrap().is_none());
-        store.put("a", &[b"own"]).unwrap();
-        assert_eq!(&*store.get("a").unwrap().unwrap(), b"own");
+        assert!(store.get(&key("a")).unwrap().is_none());
+        store.put(&key("a"), &[b"own"]).unwrap();
+        assert_eq!(&*store.get(&key("a")).unwrap().unwrap(), b"own");
         let other = PackStore::open(dir.path().to_path_buf());
-        assert!(other.get("a").unwrap().is_none());
+        assert!(other.get(&key("a")).unwrap().is_none());
     }
 
     #[test]
@@ -446,41 +622,41 @@ mod tests {
         for i in 0..(MERGE_AT + 3) {
             let store = PackStore::open(dir.path().to_path_buf());
             store
-                .put(&format!("k{i}"), &[format!("v{i}").as_bytes()])
+                .put(&key(&format!("k{i}")), &[format!("v{i}").as_bytes()])
                 .unwrap();
         }
+        // The last one wins over an older entry of the same key.
+        let store = PackStore::open(dir.path().to_path_buf());
+        store.put(&key("k0"), &[b"newer"]).unwrap();
+        drop(store);
         let reader = PackStore::open(dir.path().to_path_buf());
-        assert_eq!(&*reader.get("k0").unwrap().unwrap(), b"v0");
+        assert_eq!(&*reader.get(&key("k0")).unwrap().unwrap(), b"newer");
+        assert_eq!(&*reader.get(&key("k3")).unwrap().unwrap(), b"v3");
         assert_eq!(index_files(dir.path()).len(), 1);
-        assert_eq!(
-            &*PackStore::open(dir.path().to_path_buf())
-                .get("k34")
-                .unwrap()
-                .unwrap(),
-            b"v34"
-        );
+        let count = MERGE_AT as u64 + 3;
         let future = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
-        assert_eq!(prune(dir.path(), std::time::UNIX_EPOCH).unwrap(), (0, 35));
-        assert_eq!(prune(dir.path(), future).unwrap(), (35, 0));
+        assert_eq!(prune(dir.path(), std::time::UNIX_EPOCH).unwrap(), (0, count));
+        assert_eq!(prune(dir.path(), future).unwrap(), (count, 0));
         assert!(
             PackStore::open(dir.path().to_path_buf())
-                .get("k1")
+                .get(&key("k1"))
                 .unwrap()
                 .is_none()
         );
     }
 
     #[test]
-    fn malformed_index_lines_are_ignored() {
-        for line in [
-            "",
-            "k",
-            "k p 0 1",
-            "k ../x 0 1 00",
-            "k 1 0 x 00",
-            "k 1 0 1 zz extra",
-        ] {
-            assert!(parse_line(line).is_none(), "{line:?}");
+    fn a_damaged_index_file_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = PackStore::open(dir.path().to_path_buf());
+        store.put(&key("a"), &[b"x"]).unwrap();
+        store.finish().unwrap();
+        let index = index_files(dir.path()).remove(0);
+        let bytes = std::fs::read(&index).unwrap();
+        for len in [0, 3, 8, bytes.len() - 1] {
+            std::fs::write(&index, &bytes[..len]).unwrap();
+            let reader = PackStore::open(dir.path().to_path_buf());
+            assert!(reader.get(&key("a")).unwrap().is_none(), "{len}");
         }
     }
 }

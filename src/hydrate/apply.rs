@@ -107,6 +107,9 @@ pub struct Written {
     /// Under [`Output::Check`], what an in-place render would have
     /// committed (only files whose bytes differ).
     pub planned: Option<commit::Changes>,
+    /// What a successful in-place render committed (the engine records the
+    /// tree it left, so that the next render finds it).
+    pub committed: Option<commit::Changes>,
 }
 
 impl Written {
@@ -173,10 +176,16 @@ pub fn apply_recording(
             save_results(results_dir, &outcome, log);
             return Ok(());
         }
-        Some(resources) => resources.into_owned(),
-        None => Vec::new(),
+        Some(resources) => resources,
+        None => Resources::Owned(Vec::new()),
     };
-    let mut resources = resources;
+    let (mut resources, planned) = match resources {
+        Resources::Files(changes) => (Vec::new(), Some(changes)),
+        other => (other.into_owned(), None),
+    };
+    if let Some(planned) = planned.filter(|_| in_place) {
+        return commit_planned(outcome, planned, check, results_dir, log, written);
+    }
     if let Err(message) = adjust_paths(&root, &mut resources) {
         if in_place && !check {
             let error = HydrateError::plain(&root, &message, Report::Error(message.clone()));
@@ -227,6 +236,9 @@ pub fn apply_recording(
                 }
             })?;
             written.record(&root, &changes);
+            if outcome.error.is_none() {
+                written.committed = Some(changes);
+            }
         }
         let summary = if outcome.error.is_none() {
             format!(
@@ -265,6 +277,54 @@ pub fn apply_recording(
     save_results(results_dir, &outcome, log);
     if let Some(error) = &outcome.error {
         return Err(ApplyError::Render(error.clone()));
+    }
+    Ok(())
+}
+
+/// The in-place end of a render whose file changes the engine planned:
+/// the status, the commit (or, under `--check`, the plan kept), the
+/// summary line and the results file.
+fn commit_planned(
+    outcome: RenderOutcome,
+    mut changes: commit::Changes,
+    check: bool,
+    results_dir: Option<&Path>,
+    log: &mut dyn Write,
+    written: &mut Written,
+) -> Result<(), ApplyError> {
+    let root = outcome.root.clone();
+    if check {
+        written.planned = Some(changes);
+    } else {
+        stage_status(&root, &outcome, None, &mut changes);
+        commit::commit(&root, &changes, outcome.durability).map_err(|error| {
+            ApplyError::Write {
+                message: format!("failed to save resources: {error}"),
+            }
+        })?;
+        written.record(&root, &changes);
+        written.committed = Some(changes);
+    }
+    let _ = writeln!(
+        log,
+        "Successfully executed {} function(s) in {} package(s).",
+        outcome.executed, outcome.n_packages
+    );
+    save_results(results_dir, &outcome, log);
+    Ok(())
+}
+
+/// What the writer does to resources before writing them into files:
+/// paths made relative to the root, package paths removed, and kpt's
+/// attribution when on.
+pub(crate) fn prepare_for_files(
+    root: &Path,
+    resources: &mut [crate::yaml::Node],
+    attribution: bool,
+) -> Result<(), String> {
+    adjust_paths(root, resources)?;
+    if attribution {
+        add_attribution(resources);
     }
     Ok(())
 }

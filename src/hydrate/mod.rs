@@ -11,6 +11,8 @@
 pub mod apply;
 pub(crate) mod bridge;
 pub mod error;
+pub mod item;
+pub(crate) mod items;
 pub mod printer;
 pub mod results;
 pub mod select;
@@ -180,6 +182,9 @@ pub enum Resources {
     Owned(Vec<Node>),
     /// The output of a successful run held elsewhere too.
     Shared(SharedOutput),
+    /// The file changes an in-place render makes (planned by the engine
+    /// from the output's digests), without the Kptfile's status.
+    Files(crate::pkg::commit::Changes),
 }
 
 /// A successful run the engine keeps, and the texts of the last list
@@ -200,6 +205,7 @@ impl Resources {
     pub fn into_owned(self) -> Vec<Node> {
         match self {
             Resources::Owned(resources) => resources,
+            Resources::Files(_) => Vec::new(),
             Resources::Shared(shared) => match Arc::try_unwrap(shared.run) {
                 Ok(run) => run.output.unwrap_or_default(),
                 Err(run) => run
@@ -294,6 +300,9 @@ struct Hydrator<'a, 'w> {
     settled_output: Option<SettledList>,
     /// Steps run so far in the current package (names `--trace` dirs).
     steps_in_package: usize,
+    /// The name the log prints for the package run, when not its display
+    /// path (the engine stores logs with the root's name left open).
+    printed_display: Option<String>,
 }
 
 /// What the engine computed ahead of the walk.
@@ -357,27 +366,44 @@ pub struct PackageRun {
     pub input_files: Vec<String>,
 }
 
-/// Runs one package's pipeline over `input` (its own resources followed by
-/// its subpackages' rendered resources), as the DFS walk would at `pkg`.
-/// `local_files` are the package's own input files (see [`PackageRun`]).
-#[allow(clippy::too_many_arguments)]
+/// One package's pipeline run, as the engine asks for it.
+pub struct PackageJob<'a> {
+    /// The render root.
+    pub root: &'a Path,
+    /// The package.
+    pub pkg: &'a Path,
+    /// Its Kptfile.
+    pub kptfile: &'a Kptfile,
+    /// Its own resources followed by its subpackages' rendered resources.
+    pub input: Vec<Node>,
+    /// The package's own input files (see [`PackageRun`]).
+    pub local_files: Vec<String>,
+    /// The package's name as the log prints it.
+    pub display: &'a str,
+}
+
+/// Runs one package's pipeline, as the DFS walk would at `job.pkg`.
 pub fn run_package(
-    root: &Path,
-    pkg: &Path,
-    kptfile: &Kptfile,
+    job: PackageJob<'_>,
     save_on_failure: bool,
-    input: Vec<Node>,
-    local_files: Vec<String>,
     options: &RenderOptions,
     runtimes: Runtimes<'_>,
 ) -> PackageRun {
     let context = RunContext {
-        root,
+        root: job.root,
         save_on_failure,
         options,
         runtimes,
     };
-    run_package_under(&context, pkg, kptfile, input, local_files, pkg)
+    run_package_as(
+        &context,
+        job.pkg,
+        job.kptfile,
+        job.input,
+        job.local_files,
+        job.pkg,
+        Some(job.display),
+    )
 }
 
 /// What every pipeline run of one render shares.
@@ -429,6 +455,19 @@ fn run_package_under(
     local_files: Vec<String>,
     outer: &Path,
 ) -> PackageRun {
+    run_package_as(context, pkg, kptfile, input, local_files, outer, None)
+}
+
+/// [`run_package_under`], printing the package as `display` when given.
+fn run_package_as(
+    context: &RunContext<'_>,
+    pkg: &Path,
+    kptfile: &Kptfile,
+    input: Vec<Node>,
+    local_files: Vec<String>,
+    outer: &Path,
+    display: Option<&str>,
+) -> PackageRun {
     let RunContext {
         root,
         save_on_failure,
@@ -444,6 +483,7 @@ fn run_package_under(
         save_on_failure,
         Precomputed::default(),
     );
+    hydrator.printed_display = display.map(str::to_owned);
     let node = PkgNode {
         path: pkg.to_path_buf(),
         kptfile: kptfile.clone(),
@@ -609,6 +649,7 @@ impl<'a, 'w> Hydrator<'a, 'w> {
             input_checked: false,
             settled_output: None,
             steps_in_package: 0,
+            printed_display: None,
         }
     }
 
@@ -941,7 +982,10 @@ impl<'a, 'w> Hydrator<'a, 'w> {
         outer: &Path,
     ) -> Result<Vec<Node>, (Option<Vec<Node>>, HydrateError)> {
         let pkg = node.path.as_path();
-        let display = self.display(pkg);
+        let display = self
+            .printed_display
+            .clone()
+            .unwrap_or_else(|| self.display(pkg));
         self.printer.package(&display);
         self.input_checked = false;
         self.steps_in_package = 0;

@@ -46,6 +46,42 @@ pub fn namespace(resource: &Node) -> Option<&str> {
     resource.root().get_str(&["metadata", "namespace"])
 }
 
+/// A root mapping's apiVersion, kind, namespace and name (empty when
+/// missing or not a string; the first of repeated keys counts, as
+/// `Node::get`), read in one pass over its keys: what the kpt Go SDK sorts
+/// its output by.
+pub(crate) fn sdk_identity(item: &Node) -> (&str, &str, &str, &str) {
+    fn text(node: Option<&Node>) -> &str {
+        match node {
+            Some(node) if node.is_scalar() => node.value.as_str(),
+            _ => "",
+        }
+    }
+    if !item.is_mapping() {
+        return ("", "", "", "");
+    }
+    let (mut api_version, mut kind, mut metadata) = (None, None, None);
+    for pair in item.content.chunks_exact(2) {
+        match pair[0].value.as_str() {
+            "apiVersion" if api_version.is_none() => api_version = Some(&pair[1]),
+            "kind" if kind.is_none() => kind = Some(&pair[1]),
+            "metadata" if metadata.is_none() => metadata = Some(&pair[1]),
+            _ => {}
+        }
+    }
+    let (mut namespace, mut name) = (None, None);
+    if let Some(metadata) = metadata.filter(|node| node.is_mapping()) {
+        for pair in metadata.content.chunks_exact(2) {
+            match pair[0].value.as_str() {
+                "namespace" if namespace.is_none() => namespace = Some(&pair[1]),
+                "name" if name.is_none() => name = Some(&pair[1]),
+                _ => {}
+            }
+        }
+    }
+    (text(api_version), text(kind), text(namespace), text(name))
+}
+
 /// The resource's `metadata.annotations` node, if any.
 pub fn annotations(resource: &Node) -> Option<&Node> {
     resource.root().get_path(&["metadata", "annotations"])

@@ -1287,10 +1287,14 @@ pub fn render_in_place(dir: &Path, options: &crate::hydrate::RenderOptions) -> R
         image: std::sync::Arc::from(image_evaluator(&ChainOptions::default())),
         exec: std::sync::Arc::new(ExecEvaluator::default()),
         actions: None,
+        policy: None,
+        build: String::new(),
+        store: std::sync::Arc::new(crate::engine::store::Store::in_memory()),
+        runs: Default::default(),
     };
     let mut log = Vec::new();
     let (outcome, _) =
-        crate::engine::oneshot::render_once(&context, None, kptfile, &mut log, None, None);
+        crate::engine::oneshot::render_once(&context, None, kptfile, &mut log, None, None, true);
     let mut stdout = Vec::new();
     hydrate::apply(outcome, &Output::InPlace, None, &mut stdout, &mut log).map_err(|error| {
         let report = error

@@ -709,43 +709,79 @@ fn config_is_a_resource(resources: &[Node], call: &FunctionCall<'_>) -> bool {
 
 /// The per-resource half of [`settled`].
 fn bookkeeping_settled(resources: &[Node]) -> bool {
-    let one = |node: &Node| {
-        if node.kind == NodeKind::Document
-            && !(node.head_comment().is_empty()
-                && node.line_comment().is_empty()
-                && node.foot_comment().is_empty())
-        {
-            return false;
-        }
-        let Some(annotations) = resource::annotations(node).filter(|a| a.is_mapping()) else {
-            return false;
-        };
-        // One pass over the entries (a DFS root checks the whole tree):
-        // the first entry of each key counts, as a lookup finds it.
-        let mut found: [Option<&Node>; 4] = [None; 4];
-        for (key, value) in annotations.pairs() {
-            let slot = match key.value.as_str() {
-                resource::PATH => 0,
-                resource::LEGACY_PATH => 1,
-                resource::INDEX => 2,
-                resource::LEGACY_INDEX => 3,
-                resource::ID | resource::LEGACY_ID | resource::MIGRATION_ID => return false,
-                _ => continue,
-            };
-            found[slot].get_or_insert(value);
-        }
-        let read = |slot: usize| {
-            found[slot]
-                .filter(|value| value.is_scalar())
-                .map_or("", |value| value.value.as_str())
-        };
-        let (path, index) = (read(0), read(2));
-        !path.is_empty() && path == read(1) && !index.is_empty() && index == read(3)
-    };
     if resources.len() >= PARALLEL_FROM {
-        resources.par_iter().all(one)
+        resources.par_iter().all(settled_resource)
     } else {
-        resources.iter().all(one)
+        resources.iter().all(settled_resource)
+    }
+}
+
+/// [`bookkeeping_settled`] for one resource.
+fn settled_resource(node: &Node) -> bool {
+    if node.kind == NodeKind::Document
+        && !(node.head_comment().is_empty()
+            && node.line_comment().is_empty()
+            && node.foot_comment().is_empty())
+    {
+        return false;
+    }
+    let Some(annotations) = resource::annotations(node).filter(|a| a.is_mapping()) else {
+        return false;
+    };
+    // One pass over the entries (a DFS root checks the whole tree): the
+    // first entry of each key counts, as a lookup finds it.
+    let mut found: [Option<&Node>; 4] = [None; 4];
+    for (key, value) in annotations.pairs() {
+        let slot = match key.value.as_str() {
+            resource::PATH => 0,
+            resource::LEGACY_PATH => 1,
+            resource::INDEX => 2,
+            resource::LEGACY_INDEX => 3,
+            resource::ID | resource::LEGACY_ID | resource::MIGRATION_ID => return false,
+            _ => continue,
+        };
+        found[slot].get_or_insert(value);
+    }
+    let read = |slot: usize| {
+        found[slot]
+            .filter(|value| value.is_scalar())
+            .map_or("", |value| value.value.as_str())
+    };
+    let (path, index) = (read(0), read(2));
+    !path.is_empty() && path == read(1) && !index.is_empty() && index == read(3)
+}
+
+/// What decides, for one resource, whether a native builtin may run over
+/// it without the wire and without the host's bookkeeping: the engine
+/// keeps these beside a resource's digest, so that a step over resources
+/// it does not decode knows whether they would take the settled path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NativeFacts {
+    /// The resource survives go-yaml's round trip (see `Shape`).
+    pub(crate) survives_wire: bool,
+    /// Its mappings have plain keys (see `Shape`).
+    pub(crate) plain_keys: bool,
+    /// Its bookkeeping is settled (see [`settled`]).
+    pub(crate) settled: bool,
+}
+
+/// What a settled native step does to one of its output resources after
+/// the builtin ran (kyaml's head-comment rearrangement), and the shape the
+/// resource then has: whether it still survives the wire and has plain
+/// keys (the next step's [`NativeFacts`] but for the bookkeeping).
+pub(crate) fn settle_output(node: &mut Node) -> (bool, bool) {
+    let mut shape = Shape::ALL;
+    shape.visit_rearranging(node.root_mut());
+    (shape.survives_wire, shape.plain_keys)
+}
+
+/// [`NativeFacts`] of one resource.
+pub(crate) fn native_facts(node: &Node) -> NativeFacts {
+    let shape = Shape::of(node.root());
+    NativeFacts {
+        survives_wire: shape.survives_wire,
+        plain_keys: shape.plain_keys,
+        settled: settled_resource(node),
     }
 }
 

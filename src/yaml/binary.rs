@@ -18,6 +18,9 @@ use super::node::{EcoString, Node, NodeKind, Style, ThinVec, tag};
 /// Magic prefix; bumped when the layout changes.
 const MAGIC: &[u8; 4] = b"KRN1";
 
+/// Magic prefix of the canonical form of one node (see [`encode_canonical`]).
+const CANONICAL_MAGIC: &[u8; 4] = b"KRC1";
+
 const HAS_ANCHOR: u8 = 1;
 const HAS_HEAD: u8 = 2;
 const HAS_LINE: u8 = 4;
@@ -41,7 +44,67 @@ pub(crate) fn encode(nodes: &[Node], out: &mut Vec<u8>) {
     }
 }
 
+/// The canonical form of one node tree: [`encode`]'s layout without source
+/// positions, so that two trees that write the same text (a resource that
+/// moved down its file) have the same bytes, and so the same digest.
+/// `replace` gives the value written for one node of the tree, found by
+/// address (the engine writes a package path relative to the render root
+/// there, so that the form does not name the checkout).
+pub(crate) fn encode_canonical(node: &Node, replace: Option<(&Node, &str)>, out: &mut Vec<u8>) {
+    out.extend_from_slice(CANONICAL_MAGIC);
+    let mut stack: Vec<std::slice::Iter<'_, Node>> = vec![std::slice::from_ref(node).iter()];
+    while let Some(top) = stack.last_mut() {
+        let Some(node) = top.next() else {
+            stack.pop();
+            continue;
+        };
+        let value = match replace {
+            Some((target, value)) if std::ptr::eq(target, node) => value,
+            _ => node.value.as_str(),
+        };
+        put_head(out, node, value);
+        put_varint(out, node.content.len() as u64);
+        if !node.content.is_empty() {
+            stack.push(node.content.iter());
+        }
+    }
+}
+
+/// Decodes [`encode_canonical`]'s output (positions read as 0); `None` for
+/// anything malformed or with bytes left over.
+pub(crate) fn decode_canonical(bytes: &[u8]) -> Option<Node> {
+    let mut input = Reader {
+        rest: bytes.strip_prefix(CANONICAL_MAGIC.as_slice())?,
+        positions: false,
+    };
+    let (root, children) = input.node()?;
+    let mut stack: Vec<(Node, ThinVec<Node>, usize)> = vec![(root, ThinVec::with_capacity(children), children)];
+    loop {
+        let (_, list, expected) = stack.last_mut()?;
+        if list.len() == *expected {
+            let (mut done, content, _) = stack.pop()?;
+            done.content = content;
+            match stack.last_mut() {
+                Some((_, parent, _)) => parent.push(done),
+                None => return input.rest.is_empty().then_some(done),
+            }
+            continue;
+        }
+        let (node, children) = input.node()?;
+        stack.push((node, ThinVec::with_capacity(children), children));
+    }
+}
+
 fn put_node(out: &mut Vec<u8>, node: &Node) {
+    put_head(out, node, &node.value);
+    put_varint(out, u64::from(node.line));
+    put_varint(out, u64::from(node.column));
+    put_varint(out, u64::from(node.offset));
+    put_varint(out, node.content.len() as u64);
+}
+
+/// A node's kind, style, texts and tag, and `value` for its value.
+fn put_head(out: &mut Vec<u8>, node: &Node, value: &str) {
     out.push(match node.kind {
         NodeKind::Document => 0,
         NodeKind::Sequence => 1,
@@ -68,14 +131,10 @@ fn put_node(out: &mut Vec<u8>, node: &Node) {
             put_str(out, node.tag());
         }
     }
-    put_str(out, &node.value);
+    put_str(out, value);
     for (_, text) in texts.iter().filter(|(_, text)| !text.is_empty()) {
         put_str(out, text);
     }
-    put_varint(out, u64::from(node.line));
-    put_varint(out, u64::from(node.column));
-    put_varint(out, u64::from(node.offset));
-    put_varint(out, node.content.len() as u64);
 }
 
 fn put_str(out: &mut Vec<u8>, text: &str) {
@@ -97,6 +156,7 @@ fn put_varint(out: &mut Vec<u8>, mut value: u64) {
 pub(crate) fn decode(bytes: &[u8]) -> Option<(Vec<Node>, &[u8])> {
     let mut input = Reader {
         rest: bytes.strip_prefix(MAGIC.as_slice())?,
+        positions: true,
     };
     let count = input.count()?;
     // Each open list, with the number of children it still expects.
@@ -121,6 +181,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<(Vec<Node>, &[u8])> {
 
 struct Reader<'a> {
     rest: &'a [u8],
+    /// Whether nodes carry their line, column and offset.
+    positions: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -150,9 +212,15 @@ impl<'a> Reader<'a> {
             }
         }
         let [anchor, head, line_comment, foot] = texts;
-        let line = u32::try_from(self.varint()?).ok()?;
-        let column = u32::try_from(self.varint()?).ok()?;
-        let offset = u32::try_from(self.varint()?).ok()?;
+        let (line, column, offset) = if self.positions {
+            (
+                u32::try_from(self.varint()?).ok()?,
+                u32::try_from(self.varint()?).ok()?,
+                u32::try_from(self.varint()?).ok()?,
+            )
+        } else {
+            (0, 0, 0)
+        };
         let children = self.count()?;
         let mut node = Node::at(kind, line, column, offset);
         node.style = style;
@@ -218,6 +286,43 @@ mod tests {
         let (decoded, rest) = decode(&bytes).unwrap();
         assert_eq!(decoded, nodes);
         assert_eq!(rest, b"tail");
+    }
+
+    #[test]
+    fn the_canonical_form_leaves_positions_out_and_replaces_one_value() {
+        let nodes = parse_documents(SAMPLE).unwrap();
+        let first = &nodes[0];
+        let mut moved = first.clone();
+        fn shift(node: &mut Node) {
+            node.line += 7;
+            node.offset += 100;
+            node.content.iter_mut().for_each(shift);
+        }
+        shift(&mut moved);
+        let canonical = |node: &Node| {
+            let mut bytes = Vec::new();
+            encode_canonical(node, None, &mut bytes);
+            bytes
+        };
+        assert_eq!(canonical(first), canonical(&moved));
+        let decoded = decode_canonical(&canonical(first)).unwrap();
+        assert!(decoded.same_content(first));
+        assert_eq!(decoded.root().line, 0);
+        // One node's value replaced, found by address.
+        let kind = first.root().get("kind").unwrap();
+        let mut bytes = Vec::new();
+        encode_canonical(first, Some((kind, "Secret")), &mut bytes);
+        let decoded = decode_canonical(&bytes).unwrap();
+        assert_eq!(decoded.root().get_str(&["kind"]), Some("Secret"));
+        assert_ne!(bytes, canonical(first));
+        // Truncated or extended forms are rejected.
+        let bytes = canonical(first);
+        for len in 0..bytes.len() {
+            assert!(decode_canonical(&bytes[..len]).is_none(), "truncated to {len}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_canonical(&longer).is_none());
     }
 
     #[test]

@@ -11,7 +11,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget};
-use crate::krm::resource_list::encode_function_input;
 use crate::yaml::node::Node;
 
 pub(crate) mod annotate_apply_time_mutations;
@@ -34,6 +33,7 @@ pub(crate) mod kubeconform;
 pub(crate) mod kubeval;
 pub(crate) mod list_setters;
 pub(crate) mod openapi;
+pub(crate) mod per_item;
 pub(crate) mod remove_local_config_resources;
 pub(crate) mod rename;
 pub(crate) mod sdk;
@@ -50,7 +50,7 @@ pub(crate) mod starlark;
 pub(crate) mod upsert_resource;
 
 pub use sdk::NativeOutcome;
-use sdk::{Outcome, ResourceList, RoundTrips};
+use sdk::{Outcome, ResourceList};
 
 /// kpt's default image prefix for catalog functions.
 pub const DEFAULT_IMAGE_PREFIX: &str = "ghcr.io/kptdev/krm-functions-catalog/";
@@ -426,13 +426,7 @@ impl Builtin {
     ) -> Result<NativeOutcome, EvalError> {
         let started = Instant::now();
         // The config as the function would read it from the wire.
-        static READ_BACK: RoundTrips<Result<Option<Node>, String>> = RoundTrips::new();
-        let config_wire = encode_function_input(&[], function_config);
-        let function_config = READ_BACK
-            .parse(&config_wire, |text| {
-                ResourceList::parse(text.as_bytes()).map(|list| list.function_config)
-            })
-            .map_err(|message| EvalError::System(format!("function config: {message}")))?;
+        let function_config = self.wire_config(function_config)?;
         let input = ResourceList {
             items,
             function_config,

@@ -378,14 +378,7 @@ impl Outcome {
             sort_items(&mut self.items);
         }
         let items = std::mem::take(&mut self.items);
-        let results = if self.results.is_empty() && self.raw_results.is_empty() {
-            None
-        } else {
-            let mut results = Node::new_sequence();
-            results.content = self.results.iter().map(FnResult::to_node).collect();
-            results.content.extend(self.raw_results.drain(..));
-            Some(results)
-        };
+        let results = results_node(&self.results, std::mem::take(&mut self.raw_results));
         NativeOutcome {
             items,
             results,
@@ -393,6 +386,18 @@ impl Outcome {
             exit_code: self.exit_code,
         }
     }
+}
+
+/// The `results` node a function writes for `results` (then `raw`), none
+/// when both are empty.
+pub(crate) fn results_node(results: &[FnResult], raw: Vec<Node>) -> Option<Node> {
+    if results.is_empty() && raw.is_empty() {
+        return None;
+    }
+    let mut node = Node::new_sequence();
+    node.content = results.iter().map(FnResult::to_node).collect();
+    node.content.extend(raw);
+    Some(node)
 }
 
 /// Sorts items by `"<apiVersion> <kind> <namespace> <name>"`, as the kpt Go
@@ -427,39 +432,9 @@ pub(crate) fn sort_items(items: &mut [Node]) {
     permute(items, order);
 }
 
-/// An item's apiVersion, kind, namespace and name (empty when missing or
-/// not a string; the first of repeated keys counts, as `Node::get`), read
-/// in one pass over its keys.
+/// An item's apiVersion, kind, namespace and name, as the SDK sorts them.
 fn identity(item: &Node) -> (&str, &str, &str, &str) {
-    fn text(node: Option<&Node>) -> &str {
-        match node {
-            Some(node) if node.is_scalar() => node.value.as_str(),
-            _ => "",
-        }
-    }
-    if !item.is_mapping() {
-        return ("", "", "", "");
-    }
-    let (mut api_version, mut kind, mut metadata) = (None, None, None);
-    for pair in item.content.chunks_exact(2) {
-        match pair[0].value.as_str() {
-            "apiVersion" if api_version.is_none() => api_version = Some(&pair[1]),
-            "kind" if kind.is_none() => kind = Some(&pair[1]),
-            "metadata" if metadata.is_none() => metadata = Some(&pair[1]),
-            _ => {}
-        }
-    }
-    let (mut namespace, mut name) = (None, None);
-    if let Some(metadata) = metadata.filter(|node| node.is_mapping()) {
-        for pair in metadata.content.chunks_exact(2) {
-            match pair[0].value.as_str() {
-                "namespace" if namespace.is_none() => namespace = Some(&pair[1]),
-                "name" if name.is_none() => name = Some(&pair[1]),
-                _ => {}
-            }
-        }
-    }
-    (text(api_version), text(kind), text(namespace), text(name))
+    crate::krm::resource::sdk_identity(item)
 }
 
 /// Rearranges `items` so that position `i` holds what was at `order[i]`

@@ -12,7 +12,45 @@ use crate::yaml::node::Node;
 /// Runs set-labels on a parsed input.
 pub(crate) fn run(input: ResourceList) -> Outcome {
     let mut results = Vec::new();
-    let config = input.function_config.as_ref();
+    let labels = match labels_of(input.function_config.as_ref(), &mut results) {
+        Ok(labels) => labels,
+        Err(()) => return Outcome::sdk_failure(input, results),
+    };
+    let work: Vec<usize> = (0..input.items.len())
+        .filter(|&i| !sdk::is_local_config(&input.items[i]))
+        .collect();
+    if work.is_empty() {
+        results.push(FnResult::info("no input resources"));
+        return Outcome::sdk(input, results);
+    }
+    let Some(labels) = labels else {
+        return Outcome::sdk_failure(input, results);
+    };
+    if labels.is_empty() {
+        results.push(FnResult::new(
+            sdk::Severity::Warning,
+            "no `labels` arguments are given in FunctionConfig",
+        ));
+        return Outcome::sdk(input, results);
+    }
+    let mut input = input;
+    let mut count = 0;
+    for i in work {
+        if let Some(item) = input.items.get_mut(i) {
+            count += apply(item, &labels);
+        }
+    }
+    results.push(FnResult::info(format!("set {count} labels in total")));
+    Outcome::sdk(input, results)
+}
+
+/// The labels a config sets (`None` when it sets none), adding the
+/// function's results about the config to `results`; `Err` when the
+/// function fails on the config.
+fn labels_of(
+    config: Option<&Node>,
+    results: &mut Vec<FnResult>,
+) -> Result<Option<BTreeMap<String, String>>, ()> {
     let labels = match config {
         None => {
             results.push(FnResult::info("`FunctionConfig` is not given"));
@@ -44,7 +82,7 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
                          cannot unmarshal {found} into Go struct field SetLabels.labels of type \
                          map[string]string"
                     )));
-                    return Outcome::sdk_failure(input, results);
+                    return Err(());
                 }
                 Some(string_map(config.get("labels")))
             } else {
@@ -56,36 +94,55 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
                 results.push(FnResult::error(format!(
                     "unknown FunctionConfig `{kind}{suffix}`, expect `SetLabels.fn.kpt.dev` or `ConfigMap.v1`"
                 )));
-                return Outcome::sdk_failure(input, results);
+                return Err(());
             }
         }
     };
-    let work: Vec<usize> = (0..input.items.len())
-        .filter(|&i| !sdk::is_local_config(&input.items[i]))
-        .collect();
-    if work.is_empty() {
-        results.push(FnResult::info("no input resources"));
-        return Outcome::sdk(input, results);
+    Ok(labels)
+}
+
+/// set-labels one resource at a time (see `super::per_item`): each
+/// resource's labels are its own, and the results are one count.
+pub(crate) struct PerItem(BTreeMap<String, String>);
+
+impl PerItem {
+    /// The per-resource form of a run under `config`: a config that sets
+    /// labels without any result of its own.
+    pub(crate) fn new(config: Option<&Node>) -> Option<PerItem> {
+        let mut results = Vec::new();
+        let labels = labels_of(config, &mut results).ok()??;
+        (results.is_empty() && !labels.is_empty()).then_some(PerItem(labels))
     }
-    let Some(labels) = labels else {
-        return Outcome::sdk_failure(input, results);
-    };
-    if labels.is_empty() {
-        results.push(FnResult::new(
-            sdk::Severity::Warning,
-            "no `labels` arguments are given in FunctionConfig",
-        ));
-        return Outcome::sdk(input, results);
-    }
-    let mut input = input;
-    let mut count = 0;
-    for i in work {
-        if let Some(item) = input.items.get_mut(i) {
-            count += apply(item, &labels);
+
+    /// The run's work on one resource.
+    pub(crate) fn map(&self, item: &mut Node) -> super::per_item::Partial {
+        use super::per_item::Partial;
+        if sdk::is_local_config(item) {
+            return Partial::default();
+        }
+        Partial {
+            count: apply(item, &self.0) as u64,
+            worked: true,
+            ..Partial::default()
         }
     }
-    results.push(FnResult::info(format!("set {count} labels in total")));
-    Outcome::sdk(input, results)
+
+    /// The run's results over resources whose parts are `partials`.
+    pub(crate) fn reduce<'p>(
+        &self,
+        partials: impl Iterator<Item = &'p super::per_item::Partial>,
+    ) -> Vec<FnResult> {
+        let mut count = 0;
+        let mut worked = false;
+        for partial in partials {
+            count += partial.count;
+            worked |= partial.worked;
+        }
+        if !worked {
+            return vec![FnResult::info("no input resources")];
+        }
+        vec![FnResult::info(format!("set {count} labels in total"))]
+    }
 }
 
 /// The scalar entries of a map node, keys sorted.

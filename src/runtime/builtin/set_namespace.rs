@@ -476,68 +476,14 @@ fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failu
         origin_results: Vec::new(),
     };
     for &i in &work {
-        if scopes[i] != Scope::Cluster {
-            continue;
+        if scopes[i] == Scope::Cluster {
+            rewrite_cluster_scoped(&mut items[i], upstreams[i].as_ref(), &mut changes);
         }
-        // The label is only written into a result when an origin matches.
-        let label = || short_string(&items[i]);
-        let api_version = items[i]
-            .get_str(&["apiVersion"])
-            .unwrap_or_default()
-            .to_owned();
-        let kind = items[i].get_str(&["kind"]).unwrap_or_default().to_owned();
-        let path: &[&str] = match (api_version.as_str(), kind.as_str()) {
-            ("v1", "Namespace") => &["metadata", "name"],
-            ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => &[
-                "spec",
-                "conversion",
-                "webhook",
-                "clientConfig",
-                "service",
-                "namespace",
-            ],
-            ("apiregistration.k8s.io/v1", "APIService") => &["spec", "service", "namespace"],
-            (_, "ClusterRoleBinding" | "RoleBinding") => {
-                let text = label();
-                visit_subjects(&mut items[i], &mut changes, &|| text.clone());
-                continue;
-            }
-            _ => continue,
-        };
-        let current = items[i].get_str(path).unwrap_or_default().to_owned();
-        let origin = if kind == "Namespace" {
-            match &upstreams[i] {
-                Some(upstream) => upstream.name.clone(),
-                None => current.clone(),
-            }
-        } else {
-            current.clone()
-        };
-        if origin == CLUSTER_ORIGIN {
-            continue;
-        }
-        let value = changes.visit(&label, &current, &origin);
-        write_path(&mut items[i], path, &value);
     }
     for &i in &work {
-        if scopes[i] != Scope::Namespaced {
-            continue;
+        if scopes[i] == Scope::Namespaced {
+            rewrite_namespaced(&mut items[i], upstreams[i].as_ref(), &mut changes);
         }
-        let label = || short_string(&items[i]);
-        let current = items[i]
-            .get_str(&["metadata", "namespace"])
-            .unwrap_or_default()
-            .to_owned();
-        let origin = match &upstreams[i] {
-            Some(upstream) => upstream.namespace.clone(),
-            None if current.is_empty() => "default".to_owned(),
-            None => current.clone(),
-        };
-        if origin == CLUSTER_ORIGIN {
-            continue;
-        }
-        let value = changes.visit(&label, &current, &origin);
-        write_path(&mut items[i], &["metadata", "namespace"], &value);
     }
 
     // Step 4: depends-on annotations.
@@ -575,13 +521,93 @@ fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failu
     }
 
     let mut results = changes.origin_results;
+    results.extend(summary(
+        config,
+        changes.count,
+        &changes.old_values,
+        depends_count,
+        &depends_old,
+    ));
+    Ok(results)
+}
+
+/// Step 3 on a cluster-scoped item: the namespace slots of the kinds that
+/// name one (a Namespace's own name, a CRD's conversion webhook, an
+/// APIService, (Cluster)RoleBinding subjects).
+fn rewrite_cluster_scoped(item: &mut Node, upstream: Option<&Upstream>, changes: &mut Changes<'_>) {
+    // The label is only written into a result when an origin matches.
+    let label = || short_string(item);
+    let api_version = item.get_str(&["apiVersion"]).unwrap_or_default().to_owned();
+    let kind = item.get_str(&["kind"]).unwrap_or_default().to_owned();
+    let path: &[&str] = match (api_version.as_str(), kind.as_str()) {
+        ("v1", "Namespace") => &["metadata", "name"],
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => &[
+            "spec",
+            "conversion",
+            "webhook",
+            "clientConfig",
+            "service",
+            "namespace",
+        ],
+        ("apiregistration.k8s.io/v1", "APIService") => &["spec", "service", "namespace"],
+        (_, "ClusterRoleBinding" | "RoleBinding") => {
+            let text = label();
+            visit_subjects(item, changes, &|| text.clone());
+            return;
+        }
+        _ => return,
+    };
+    let current = item.get_str(path).unwrap_or_default().to_owned();
+    let origin = if kind == "Namespace" {
+        match upstream {
+            Some(upstream) => upstream.name.clone(),
+            None => current.clone(),
+        }
+    } else {
+        current.clone()
+    };
+    if origin == CLUSTER_ORIGIN {
+        return;
+    }
+    let value = changes.visit(&label, &current, &origin);
+    write_path(item, path, &value);
+}
+
+/// Step 3 on a namespace-scoped item: its `metadata.namespace`.
+fn rewrite_namespaced(item: &mut Node, upstream: Option<&Upstream>, changes: &mut Changes<'_>) {
+    let label = || short_string(item);
+    let current = item
+        .get_str(&["metadata", "namespace"])
+        .unwrap_or_default()
+        .to_owned();
+    let origin = match upstream {
+        Some(upstream) => upstream.namespace.clone(),
+        None if current.is_empty() => "default".to_owned(),
+        None => current.clone(),
+    };
+    if origin == CLUSTER_ORIGIN {
+        return;
+    }
+    let value = changes.visit(&label, &current, &origin);
+    write_path(item, &["metadata", "namespace"], &value);
+}
+
+/// The two summary results: the namespaces changed, and the depends-on
+/// annotations changed.
+fn summary(
+    config: &Config,
+    count: usize,
+    old_values: &BTreeSet<String>,
+    depends_count: usize,
+    depends_old: &BTreeSet<String>,
+) -> Vec<FnResult> {
+    let mut results = Vec::new();
     let new = go_quote(&config.namespace);
-    if changes.count > 0 {
-        let olds: Vec<&str> = changes.old_values.iter().map(String::as_str).collect();
+    if count > 0 {
+        let olds: Vec<&str> = old_values.iter().map(String::as_str).collect();
         results.push(FnResult::info(format!(
-            "namespace [{}] updated to {new}, {} value(s) changed",
+            "namespace [{}] updated to {new}, {count} value(s) changed",
             olds.join(" "),
-            changes.count
         )));
     } else {
         results.push(FnResult::info(format!(
@@ -600,7 +626,71 @@ fn transform(items: &mut [Node], config: &Config) -> Result<Vec<FnResult>, Failu
             "all `depends-on` annotations are up-to-date. no `namespace` changed",
         ));
     }
-    Ok(results)
+    results
+}
+
+/// set-namespace one resource at a time (see `super::per_item`): without a
+/// namespace matcher, on resources carrying neither a depends-on nor an
+/// upstream-identifier annotation, the function's work on each resource is
+/// independent of the others, and its results are a count and a set of old
+/// namespaces.
+pub(crate) struct PerItem(Config);
+
+impl PerItem {
+    /// The per-resource form of a run under `config`, when it has one.
+    pub(crate) fn new(config: Option<&Node>) -> Option<PerItem> {
+        let config = Config::from_function_config(config).ok()?;
+        config.matcher.is_none().then_some(PerItem(config))
+    }
+
+    /// The run's work on one resource.
+    pub(crate) fn map(&self, item: &mut Node) -> super::per_item::Partial {
+        use super::per_item::Partial;
+        if sdk::is_local_config(item) {
+            return Partial::default();
+        }
+        if sdk::annotation(item, DEPENDS_ON).is_some()
+            || sdk::annotation(item, UPSTREAM_IDENTIFIER).is_some()
+        {
+            return Partial::whole_list();
+        }
+        let mut changes = Changes {
+            config: &self.0,
+            old_values: BTreeSet::new(),
+            count: 0,
+            origin_results: Vec::new(),
+        };
+        match scope(item) {
+            Scope::Cluster => rewrite_cluster_scoped(item, None, &mut changes),
+            Scope::Namespaced => rewrite_namespaced(item, None, &mut changes),
+            Scope::Unknown => {}
+        }
+        Partial {
+            count: changes.count as u64,
+            values: changes.old_values.into_iter().collect(),
+            ..Partial::default()
+        }
+    }
+
+    /// The run's results over resources whose parts are `partials`.
+    pub(crate) fn reduce<'p>(
+        &self,
+        partials: impl Iterator<Item = &'p super::per_item::Partial>,
+    ) -> Vec<FnResult> {
+        let mut count = 0;
+        let mut old_values = BTreeSet::new();
+        for partial in partials {
+            count += partial.count;
+            old_values.extend(partial.values.iter().cloned());
+        }
+        summary(
+            &self.0,
+            usize::try_from(count).unwrap_or(usize::MAX),
+            &old_values,
+            0,
+            &BTreeSet::new(),
+        )
+    }
 }
 
 /// `subjects[*].namespace` of a (Cluster)RoleBinding, for entries that have it.

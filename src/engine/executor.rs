@@ -1,0 +1,869 @@
+//! The executor: runs a [`Plan`] depth-first, one Kahn level at a time
+//! (leaves first), the packages of a level in parallel on rayon. A
+//! package's run is answered from the store when its key is there; else
+//! its pipeline runs (`hydrate::run_package`) over its own resources and
+//! its subpackages' outputs, and its record (its output by item, its log
+//! and results) is stored under the key.
+//!
+//! A key covers what a run's output depends on and nothing that names the
+//! checkout: the krender build, the options that change a run, the
+//! package's path relative to the root, its Kptfile, its files' digests,
+//! each function's identity and its subpackages' output digests. A
+//! subpackage that runs again to the same output keeps its digest, so its
+//! parent is a hit. Runs with a function that is not known to be pure are
+//! not stored (they run every time), and runs of functions that see the
+//! checkout path (anything but a path-blind builtin) are keyed with it.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::db::RenderContext;
+use super::plan::{Plan, PlannedPackage};
+use super::record::{
+    FORMAT_VERSION, KeyHasher, ROOT_MARKER, Reader, RunRecord, Writer, read_items, write_items,
+};
+use super::session::{Progress, in_pool};
+use super::store::Store;
+use crate::hydrate::item::{Digest, Item, RootPath, decode_item, item_of};
+use crate::hydrate::items::{Chained, ItemJob, ItemSource, run_items};
+use crate::hydrate::{self, HydrateError, PackageJob, PackageRun, Report, Runtimes};
+use crate::runtime::builtin::per_item::{ItemStep, Partial};
+use crate::runtime::function_filter::NativeMode;
+use crate::pkg::kptfile::{self, Function};
+use crate::pkg::reader::{ReadOptions, parse_package_files};
+use crate::runtime::FunctionTarget;
+use crate::yaml::node::Node;
+
+/// Where one package's run stands after the executor.
+pub enum Outcome {
+    /// Not run: a subpackage failed or did not run, the package's files or
+    /// subpackages do not read, or the render was cancelled. The assembly
+    /// reports what kpt's walk would.
+    Skipped,
+    /// Its own files did not parse: what kpt reports on reading them.
+    ReadFailed(HydrateError),
+    /// Its pipeline failed: the run as kpt would report it.
+    Failed(Box<PackageRun>),
+    /// It succeeded, here or in an earlier render.
+    Done(Done),
+}
+
+/// A successful run.
+pub struct Done {
+    /// What the store keeps of it.
+    pub record: std::sync::Arc<RunRecord>,
+    /// Answered from the store (or an earlier execution of this process).
+    pub hit: bool,
+    /// The key it was looked up and stored under, when it has one.
+    pub key: Option<Digest>,
+}
+
+impl Outcome {
+    /// The record, when the run succeeded.
+    pub fn record(&self) -> Option<&std::sync::Arc<RunRecord>> {
+        match self {
+            Outcome::Done(done) => Some(&done.record),
+            _ => None,
+        }
+    }
+}
+
+/// What the executor did, for `--stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExecStats {
+    /// Packages in the plan.
+    pub packages: usize,
+    /// Pipelines that ran.
+    pub pipelines_run: usize,
+    /// Runs answered from the store.
+    pub hits: usize,
+}
+
+/// What the executor did: each package's run, by plan index, and the
+/// resources it holds.
+pub struct Execution {
+    /// Each package's outcome.
+    pub outcomes: Vec<Outcome>,
+    /// What ran.
+    pub stats: ExecStats,
+    /// The resources parsed or made in this render.
+    pub(crate) nodes: NodeCache,
+}
+
+impl Execution {
+    /// The resources of `items`: this render's, else read from the store;
+    /// `None` when one is missing or damaged.
+    pub(crate) fn materialize(&self, store: &Store, root: &RootPath, items: &[Item]) -> Option<Vec<Node>> {
+        items
+            .par_iter()
+            .map(|item| {
+                self.nodes
+                    .get(&item.digest)
+                    .or_else(|| decode_item(&store.blob(&item.digest)?, root))
+            })
+            .collect()
+    }
+}
+
+/// How the executor treats the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecMode {
+    /// Runs are answered from the store when their key is there (off after
+    /// a stored output turned out unreadable).
+    pub lookups: bool,
+    /// Only runs that can be stored happen: a package with a function not
+    /// known to be pure is skipped (recording the tree a render left must
+    /// not run anything twice).
+    pub pure_only: bool,
+}
+
+impl ExecMode {
+    /// A render's mode.
+    pub const RENDER: ExecMode = ExecMode {
+        lookups: true,
+        pure_only: false,
+    };
+}
+
+/// How one execution runs.
+#[derive(Clone, Copy)]
+pub struct ExecOptions<'a> {
+    /// Threads (default: one per core).
+    pub jobs: Option<usize>,
+    /// Called as packages finish.
+    pub progress: Option<&'a Progress>,
+    /// How the store is used.
+    pub mode: ExecMode,
+}
+
+/// Runs by key: what the last execution of a render context made, which
+/// the next one over the same context finds without reading the store.
+pub type Known = std::collections::HashMap<Digest, std::sync::Arc<RunRecord>>;
+
+impl Execution {
+    /// The successful runs of this execution, by key.
+    pub fn known(&self) -> Known {
+        self.outcomes
+            .iter()
+            .filter_map(|outcome| match outcome {
+                Outcome::Done(done) => Some((done.key?, done.record.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Runs every package of `plan` that can run, leaves first.
+pub fn execute(
+    context: &RenderContext,
+    store: &Store,
+    plan: &Plan,
+    options: &ExecOptions<'_>,
+) -> Execution {
+    let ExecOptions {
+        jobs,
+        progress,
+        mode,
+    } = *options;
+    let known = context.runs.lock().map(|runs| runs.clone()).unwrap_or_default();
+    let known = Some(&known);
+    let _span = tracing::info_span!("execute").entered();
+    let slots: Vec<Mutex<Outcome>> = plan
+        .packages
+        .iter()
+        .map(|_| Mutex::new(Outcome::Skipped))
+        .collect();
+    let done = AtomicUsize::new(0);
+    let total = plan.packages.len();
+    let nodes = NodeCache::default();
+    let source = Source {
+        store,
+        root: &plan.root_path,
+        nodes: &nodes,
+        build: &context.build,
+        steps: Mutex::default(),
+    };
+    in_pool(jobs, || {
+        for level in &plan.levels {
+            level.par_iter().for_each(|&index| {
+                let outcome = run_one(context, &source, plan, index, &slots, mode, known);
+                if let Some(slot) = slots.get(index)
+                    && let Ok(mut slot) = slot.lock()
+                {
+                    *slot = outcome;
+                }
+                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if let Some(progress) = progress {
+                    progress(finished, total);
+                }
+            });
+        }
+    });
+    let outcomes: Vec<Outcome> = slots
+        .into_iter()
+        .map(|slot| slot.into_inner().unwrap_or(Outcome::Skipped))
+        .collect();
+    let mut stats = ExecStats {
+        packages: plan.packages.len(),
+        ..ExecStats::default()
+    };
+    for outcome in &outcomes {
+        match outcome {
+            Outcome::Done(done) if done.hit => stats.hits += 1,
+            Outcome::Done(_) | Outcome::Failed(_) => stats.pipelines_run += 1,
+            Outcome::Skipped | Outcome::ReadFailed(_) => {}
+        }
+    }
+    let execution = Execution {
+        outcomes,
+        stats,
+        nodes,
+    };
+    if let Ok(mut runs) = context.runs.lock() {
+        *runs = execution.known();
+    }
+    execution
+}
+
+/// One package: from the store when its key is there, else run with its
+/// subpackages' outputs as input.
+fn run_one(
+    context: &RenderContext,
+    source: &Source<'_>,
+    plan: &Plan,
+    index: usize,
+    slots: &[Mutex<Outcome>],
+    mode: ExecMode,
+    known: Option<&Known>,
+) -> Outcome {
+    let Some(pkg) = plan.packages.get(index) else {
+        return Outcome::Skipped;
+    };
+    let _span = tracing::debug_span!("pipeline", package = %pkg.path.display()).entered();
+    if context.options.cancel.is_cancelled() || !pkg.readable() {
+        return Outcome::Skipped;
+    }
+    let children: Vec<usize> = pkg.child_indexes().collect();
+    let mut digests = Vec::with_capacity(children.len());
+    for &child in &children {
+        match slots.get(child).map(Mutex::lock) {
+            Some(Ok(slot)) => match slot.record() {
+                Some(record) => digests.push(record.output_digest),
+                None => return Outcome::Skipped,
+            },
+            _ => return Outcome::Skipped,
+        }
+    }
+    let store = source.store;
+    let key = package_key(context, plan, pkg, &digests);
+    if key.is_none() && mode.pure_only {
+        return Outcome::Skipped;
+    }
+    if let Some(record) = key
+        .as_ref()
+        .filter(|_| mode.lookups)
+        .and_then(|key| known?.get(key))
+    {
+        return Outcome::Done(Done {
+            record: record.clone(),
+            hit: true,
+            key,
+        });
+    }
+    if let Some(found) = key.filter(|_| mode.lookups)
+        && let Some(record) = store
+            .action(&found)
+            .and_then(|bytes| RunRecord::decode(&bytes))
+    {
+        return Outcome::Done(Done {
+            record: std::sync::Arc::new(record),
+            hit: true,
+            key,
+        });
+    }
+    let started = Instant::now();
+    let files: Vec<crate::pkg::reader::PackageFile> = pkg
+        .files
+        .iter()
+        .flatten()
+        .map(|planned| planned.file.clone())
+        .collect();
+    let options = ReadOptions {
+        package_path: Some(pkg.path.display().to_string()),
+    };
+    let local = match parse_package_files(&files, &options) {
+        Ok(read) => read.resources,
+        Err(error) => {
+            let text = error.to_string();
+            return Outcome::ReadFailed(
+                HydrateError::plain(&pkg.path, &text, Report::Error(text.clone()))
+                    .at(error.location().cloned()),
+            );
+        }
+    };
+    let local_files = own_file_names(&local);
+    let runtimes = Runtimes {
+        image: context.image.as_ref(),
+        exec: context.exec.as_ref(),
+        runs: None,
+    };
+    let display = log_display(&pkg.rel);
+    // The input by item: the package's own resources (kept for the run and
+    // its ancestors), then its subpackages' outputs.
+    let own: Vec<Item> = local
+        .par_iter()
+        .map(|node| {
+            let (item, blob) = item_of(node, &plan.root_path);
+            store.put_blob(&item.digest, &blob);
+            item
+        })
+        .collect();
+    for (item, node) in own.iter().zip(local) {
+        source.nodes.insert(item.digest, node);
+    }
+    let mut input: Vec<Item> = own;
+    for &child in &children {
+        let Some(Ok(slot)) = slots.get(child).map(Mutex::lock) else {
+            return Outcome::Skipped;
+        };
+        let Some(output) = slot.record().and_then(|record| record.output.get()) else {
+            // A stored output that does not read: the render runs again
+            // without the store (see `render_once`).
+            return Outcome::Skipped;
+        };
+        input.extend(output.iter().cloned());
+    }
+    let job = ItemJob {
+        root: &plan.root,
+        root_path: &plan.root_path,
+        pkg: &pkg.path,
+        kptfile: &pkg.kptfile,
+        input: &input,
+        display: &display,
+    };
+    if let Some(run) = run_items(&job, &context.options, runtimes, source) {
+        if context.options.native == NativeMode::Verify
+            && let Err(difference) = verify_items(context, plan, pkg, &display, &files, &input, &run, source)
+        {
+            let message = format!(
+                "KRENDER_NATIVE=verify: the per-resource run of {} differs from the whole-list run: {difference}",
+                pkg.path.display()
+            );
+            return Outcome::ReadFailed(HydrateError::plain(
+                &pkg.path,
+                &message,
+                Report::Error(message.clone()),
+            ));
+        }
+        let record = RunRecord::new(
+            run.output.into(),
+            run.log,
+            run.mutation_steps,
+            Vec::new(),
+            run.fn_results,
+            run.executed,
+            local_files,
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        );
+        if let Some(key) = &key {
+            store.put_action(key, &record.encode());
+        }
+        return Outcome::Done(Done {
+            record: std::sync::Arc::new(record),
+            hit: false,
+            key,
+        });
+    }
+    // Over nodes: the own resources as parsed, the subpackages' outputs
+    // from this render or the store.
+    let nodes_in: Option<Vec<Node>> = input.par_iter().map(|item| source.node(item)).collect();
+    let Some(nodes_in) = nodes_in else {
+        // A stored output whose resources are gone or damaged: the render
+        // runs again without the store (see `render_once`).
+        return Outcome::Skipped;
+    };
+    let run = hydrate::run_package(
+        PackageJob {
+            root: &plan.root,
+            pkg: &pkg.path,
+            kptfile: &pkg.kptfile,
+            input: nodes_in,
+            local_files,
+            display: &display,
+        },
+        context.save_on_failure,
+        &context.options,
+        runtimes,
+    );
+    let PackageRun {
+        output,
+        log,
+        mutation_steps,
+        validation_steps,
+        fn_results,
+        executed,
+        input_files,
+    } = run;
+    let output = match output {
+        Ok(output) => output,
+        Err(failure) => {
+            return Outcome::Failed(Box::new(PackageRun {
+                output: Err(failure),
+                log,
+                mutation_steps,
+                validation_steps,
+                fn_results,
+                executed,
+                input_files,
+            }));
+        }
+    };
+    let items = store_items(store, &plan.root_path, &output);
+    for (item, node) in items.iter().zip(output) {
+        source.nodes.insert(item.digest, node);
+    }
+    let record = RunRecord::new(
+        items.into(),
+        log,
+        mutation_steps,
+        validation_steps,
+        fn_results,
+        executed,
+        input_files,
+        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    );
+    if let Some(key) = &key {
+        store.put_action(key, &record.encode());
+    }
+    Outcome::Done(Done {
+        record: std::sync::Arc::new(record),
+        hit: false,
+        key,
+    })
+}
+
+/// The resources this render parsed or made, by digest: a run that needs
+/// one its subpackage made takes a copy from here rather than decoding it.
+/// Sharded by digest, so that the threads of a level rarely wait on one
+/// another.
+pub(crate) struct NodeCache(Vec<Mutex<std::collections::HashMap<Digest, std::sync::Arc<Node>>>>);
+
+/// Shards of a [`NodeCache`].
+const NODE_SHARDS: usize = 64;
+
+impl Default for NodeCache {
+    fn default() -> NodeCache {
+        NodeCache((0..NODE_SHARDS).map(|_| Mutex::default()).collect())
+    }
+}
+
+impl NodeCache {
+    fn shard(&self, digest: &Digest) -> &Mutex<std::collections::HashMap<Digest, std::sync::Arc<Node>>> {
+        &self.0[usize::from(digest.0[0]) % NODE_SHARDS]
+    }
+
+    fn insert(&self, digest: Digest, node: Node) {
+        if let Ok(mut nodes) = self.shard(&digest).lock() {
+            nodes.entry(digest).or_insert_with(|| std::sync::Arc::new(node));
+        }
+    }
+
+    /// A copy of the node (copied outside the lock).
+    fn get(&self, digest: &Digest) -> Option<Node> {
+        let shared = self.shard(digest).lock().ok()?.get(digest).cloned()?;
+        Some(std::sync::Arc::unwrap_or_clone(shared))
+    }
+
+    /// The node itself, taken out (a run that edits it puts back what it
+    /// makes): no copy unless another holder shares it.
+    fn take(&self, digest: &Digest) -> Option<Node> {
+        let shared = self.shard(digest).lock().ok()?.remove(digest)?;
+        Some(std::sync::Arc::unwrap_or_clone(shared))
+    }
+}
+
+/// The executor's [`ItemSource`]: the store and this render's nodes.
+pub(crate) struct Source<'a> {
+    store: &'a Store,
+    root: &'a RootPath,
+    nodes: &'a NodeCache,
+    build: &'a str,
+    /// Decomposed steps by builtin and config: the same few recur in every
+    /// package.
+    steps: Mutex<StepCache>,
+}
+
+/// [`Source::steps`].
+type StepCache = std::collections::HashMap<
+    (crate::runtime::builtin::Builtin, std::collections::BTreeMap<String, String>),
+    Option<std::sync::Arc<ItemStep>>,
+>;
+
+impl Source<'_> {
+    /// A copy of the resource of `item`, leaving this render's node where it
+    /// is.
+    fn copy(&self, item: &Item) -> Option<Node> {
+        self.nodes
+            .get(&item.digest)
+            .or_else(|| decode_item(&self.store.blob(&item.digest)?, self.root))
+    }
+}
+
+impl ItemSource for Source<'_> {
+    fn node(&self, item: &Item) -> Option<Node> {
+        self.nodes
+            .take(&item.digest)
+            .or_else(|| decode_item(&self.store.blob(&item.digest)?, self.root))
+    }
+
+    fn item_step(
+        &self,
+        builtin: crate::runtime::builtin::Builtin,
+        config: &std::collections::BTreeMap<String, String>,
+    ) -> Option<std::sync::Arc<ItemStep>> {
+        let key = (builtin, config.clone());
+        if let Some(step) = self.steps.lock().ok()?.get(&key) {
+            return step.clone();
+        }
+        let node = (!config.is_empty()).then(|| crate::hydrate::bridge::config_map_node(config));
+        let step = ItemStep::new(builtin, node.as_ref())
+            .ok()
+            .flatten()
+            .map(std::sync::Arc::new);
+        if let Ok(mut steps) = self.steps.lock() {
+            steps.insert(key, step.clone());
+        }
+        step
+    }
+
+    fn chained(&self, key: &Digest) -> Option<Vec<Chained>> {
+        decode_chained(&self.store.action(key)?)
+    }
+
+    fn put_chained(&self, key: &Digest, chained: &[Chained]) {
+        self.store.put_action(key, &encode_chained(chained));
+    }
+
+    fn keep(&self, item: &Item, blob: Vec<u8>, node: Node) {
+        self.store.put_blob(&item.digest, &blob);
+        self.nodes.insert(item.digest, node);
+    }
+
+    fn chain_key(&self, chain: &str, group: &Digest) -> Digest {
+        let mut key = KeyHasher::default();
+        key.number(FORMAT_VERSION);
+        key.text(self.build);
+        key.text("chain");
+        key.text(chain);
+        key.digest(group);
+        key.finish()
+    }
+}
+
+/// A group's pass through a chain, stored.
+fn encode_chained(chained: &[Chained]) -> Vec<u8> {
+    let mut out = Writer(Vec::with_capacity(64 + chained.len() * 128));
+    let outputs: Vec<Item> = chained.iter().map(|one| one.output.clone()).collect();
+    write_items(&mut out, &outputs);
+    for one in chained {
+        out.0.extend_from_slice(&one.input.0);
+        out.number(one.partials.len() as u64);
+        for partial in &one.partials {
+            out.0.push(u8::from(partial.whole_list) | (u8::from(partial.worked) << 1));
+            out.number(partial.count);
+            out.number(partial.values.len() as u64);
+            for value in &partial.values {
+                out.text(value);
+            }
+        }
+        out.number(one.keys.len() as u64);
+        for key in &one.keys {
+            match key {
+                Some(key) => {
+                    out.0.push(1);
+                    out.text(key);
+                }
+                None => out.0.push(0),
+            }
+        }
+    }
+    out.0
+}
+
+/// Reads [`encode_chained`]'s form; `None` for anything malformed.
+fn decode_chained(bytes: &[u8]) -> Option<Vec<Chained>> {
+    let mut input = Reader(bytes);
+    let outputs = read_items(&mut input)?;
+    let mut chained = Vec::with_capacity(outputs.len());
+    for output in outputs.iter() {
+        let before = Digest(input.take(32)?.try_into().ok()?);
+        let steps = input.count()?;
+        let mut partials = Vec::with_capacity(steps);
+        for _ in 0..steps {
+            let flags = *input.take(1)?.first()?;
+            let count = input.number()?;
+            let values = input.count()?;
+            let values = (0..values)
+                .map(|_| input.text().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()?;
+            partials.push(Partial {
+                whole_list: flags & 1 != 0,
+                worked: flags & 2 != 0,
+                count,
+                values,
+            });
+        }
+        let keys = input.count()?;
+        let keys = (0..keys)
+            .map(|_| match input.take(1)?.first()? {
+                0 => Some(None),
+                1 => Some(Some(input.text()?.to_owned())),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        chained.push(Chained {
+            input: before,
+            output: output.clone(),
+            partials,
+            keys,
+        });
+    }
+    input.0.is_empty().then_some(chained)
+}
+
+/// Runs `pkg`'s pipeline over nodes as well and says how it differs from
+/// `run`, its run over items (`KRENDER_NATIVE=verify`).
+#[allow(clippy::too_many_arguments)]
+fn verify_items(
+    context: &RenderContext,
+    plan: &Plan,
+    pkg: &PlannedPackage,
+    display: &str,
+    files: &[crate::pkg::reader::PackageFile],
+    input: &[Item],
+    run: &crate::hydrate::items::ItemRun,
+    source: &Source<'_>,
+) -> Result<(), String> {
+    let options = ReadOptions {
+        package_path: Some(pkg.path.display().to_string()),
+    };
+    let mut nodes = parse_package_files(files, &options)
+        .map_err(|error| error.to_string())?
+        .resources;
+    for item in &input[nodes.len()..] {
+        nodes.push(source.copy(item).ok_or("a subpackage's output does not read")?);
+    }
+    let options = crate::hydrate::RenderOptions {
+        native: NativeMode::On,
+        ..context.options.clone()
+    };
+    let runtimes = Runtimes {
+        image: context.image.as_ref(),
+        exec: context.exec.as_ref(),
+        runs: None,
+    };
+    let whole = hydrate::run_package(
+        PackageJob {
+            root: &plan.root,
+            pkg: &pkg.path,
+            kptfile: &pkg.kptfile,
+            input: nodes,
+            local_files: Vec::new(),
+            display,
+        },
+        context.save_on_failure,
+        &options,
+        runtimes,
+    );
+    let output = whole.output.map_err(|(_, error)| format!("the whole-list run failed: {error}"))?;
+    let digests: Vec<Digest> = output
+        .iter()
+        .map(|node| item_of(node, &plan.root_path).0.digest)
+        .collect();
+    let mine: Vec<Digest> = run.output.iter().map(|item| item.digest).collect();
+    if digests != mine {
+        let at = digests.iter().zip(&mine).position(|(a, b)| a != b);
+        return Err(format!(
+            "outputs differ ({} against {} resources, first difference at {at:?})",
+            mine.len(),
+            digests.len()
+        ));
+    }
+    if without_durations(&whole.log) != without_durations(&run.log) {
+        return Err(format!(
+            "logs differ:\n{}\n---\n{}",
+            String::from_utf8_lossy(&whole.log),
+            String::from_utf8_lossy(&run.log)
+        ));
+    }
+    if whole.mutation_steps != run.mutation_steps || whole.fn_results != run.fn_results {
+        return Err("step records or results differ".into());
+    }
+    if whole.executed != run.executed || !whole.validation_steps.is_empty() {
+        return Err("the functions run differ".into());
+    }
+    Ok(())
+}
+
+/// A log with each step's time left out (`[PASS] "x" in 0s`).
+fn without_durations(log: &[u8]) -> String {
+    String::from_utf8_lossy(log)
+        .lines()
+        .map(|line| match line.rfind(" in ") {
+            Some(at) if line.starts_with("[PASS]") || line.starts_with("[FAIL]") => &line[..at],
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The display name a run prints for the package `rel`: the root's name is
+/// filled in when the log is replayed.
+fn log_display(rel: &str) -> String {
+    if rel.is_empty() {
+        ROOT_MARKER.to_owned()
+    } else {
+        format!("{ROOT_MARKER}/{rel}")
+    }
+}
+
+/// The package-relative names of the files `resources` were read from
+/// (what pruning compares the output's files against).
+fn own_file_names(resources: &[Node]) -> Vec<String> {
+    resources
+        .iter()
+        .map(|node| {
+            crate::krm::resource::clean_path(
+                crate::krm::resource::annotation(node, crate::krm::resource::PATH).unwrap_or(""),
+            )
+        })
+        .collect()
+}
+
+/// The items of `output`, each resource's relocatable form kept in the
+/// store (in parallel: a root's output is the whole tree).
+pub(crate) fn store_items(store: &Store, root: &RootPath, output: &[Node]) -> Vec<Item> {
+    output
+        .par_iter()
+        .map(|node| {
+            let (item, blob) = item_of(node, root);
+            store.put_blob(&item.digest, &blob);
+            item
+        })
+        .collect()
+}
+
+/// The resources of `items`, read from the store; `None` when one is
+/// missing or damaged.
+pub(crate) fn materialize(store: &Store, root: &RootPath, items: &[Item]) -> Option<Vec<Node>> {
+    items
+        .par_iter()
+        .map(|item| decode_item(&store.blob(&item.digest)?, root))
+        .collect()
+}
+
+/// The key of `pkg`'s run given its subpackages' output digests, or `None`
+/// when one of its functions is not known to be pure (or cannot run).
+fn package_key(
+    context: &RenderContext,
+    plan: &Plan,
+    pkg: &PlannedPackage,
+    children: &[Digest],
+) -> Option<Digest> {
+    let policy = context.policy.as_ref()?;
+    let options = &context.options;
+    let mut key = KeyHasher::default();
+    key.number(FORMAT_VERSION);
+    key.text(&context.build);
+    key.text("dfs");
+    key.text(&pkg.rel);
+    // Not the output mode: a run's output is the same whatever becomes of
+    // it, so `-o stdout` and in-place renders share entries.
+    key.flags(&[
+        options.allow_exec,
+        options.allow_wasm,
+        options.truncate_output,
+        context.save_on_failure,
+    ]);
+    key.text(&options.image_prefix);
+    key.text(&format!("{:?}", pkg.kptfile));
+    let pipeline = &pkg.kptfile.pipeline;
+    let mut sees_checkout = false;
+    for function in pipeline.mutators.iter().chain(&pipeline.validators) {
+        let identity = function_identity(policy, function, &options.image_prefix)?;
+        sees_checkout |= !path_blind(&identity);
+        key.text(&identity);
+        if !function.config_path.is_empty() {
+            // A config inside the package is among its files (hashed
+            // below); one outside is read where the step reads it.
+            let config = std::fs::read(pkg.path.join(&function.config_path));
+            key.bytes(config.as_deref().unwrap_or(b"\0missing"));
+        }
+    }
+    if sees_checkout {
+        // The function reads the resources' absolute package paths.
+        key.text(&plan.root.display().to_string());
+    }
+    let files = pkg.files.as_ref().ok()?;
+    key.number(files.len() as u64);
+    for file in files {
+        key.text(&file.file.relative);
+        key.digest(&file.digest);
+    }
+    key.number(children.len() as u64);
+    for child in children {
+        key.digest(child);
+    }
+    Some(key.finish())
+}
+
+/// The identity of `function` for keys (`builtin:set-namespace\0image`),
+/// or `None` when it is not known to be pure.
+fn function_identity(
+    policy: &super::cache::CachePolicy,
+    function: &Function,
+    prefix: &str,
+) -> Option<String> {
+    if !function.image.is_empty() {
+        if !function.tag.is_empty() {
+            return None;
+        }
+        let image = kptfile::with_default_tag(&kptfile::resolve_image(&function.image, prefix));
+        let identity = policy.identity(FunctionTarget::Image(&image))?;
+        Some(format!("{identity}\0image\0{image}"))
+    } else if !function.exec.is_empty() {
+        let identity = policy.identity(FunctionTarget::Exec(&function.exec))?;
+        Some(format!("{identity}\0exec\0{}", function.exec))
+    } else {
+        None
+    }
+}
+
+/// Whether a function with `identity` never sees the checkout path: the
+/// builtins do not read package paths, except Starlark, whose scripts may.
+fn path_blind(identity: &str) -> bool {
+    identity.starts_with("builtin:") && !identity.starts_with("builtin:starlark")
+}
+
+/// Hands `value` to one long-lived thread that drops it. Where that thread
+/// cannot be started, `value` is dropped here.
+pub(crate) fn free_in_background<T: Send + 'static>(value: T) {
+    use std::sync::mpsc::{Sender, channel};
+    type Garbage = Box<dyn Send>;
+    static FREER: std::sync::OnceLock<Option<Sender<Garbage>>> = std::sync::OnceLock::new();
+    let freer = FREER.get_or_init(|| {
+        let (sender, receiver) = channel::<Garbage>();
+        std::thread::Builder::new()
+            .name("krender-free".into())
+            .spawn(move || receiver.into_iter().for_each(drop))
+            .ok()
+            .map(|_| sender)
+    });
+    // Without the thread, or should its channel close, `value` drops here.
+    if let Some(sender) = freer {
+        let _ = sender.send(Box::new(value));
+    }
+}
