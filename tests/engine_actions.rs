@@ -220,7 +220,7 @@ fn a_corrupt_package_run_is_dropped_and_recomputed() {
     render_both(&a, &b, &cache, &[], "cold");
     render_both(&a, &b, &cache, &[], "second");
     // Damage every stored run.
-    let packs = krender::engine::actions::store_dir(&cache).join("packs");
+    let packs = krender::engine::store::store_dir(&cache).join("packs");
     let mut doctored = 0;
     for pack in std::fs::read_dir(&packs).unwrap() {
         let path = pack.unwrap().path();
@@ -285,104 +285,6 @@ fn first_resource_file(root: &Path) -> Option<String> {
             )
         })
         .cloned()
-}
-
-/// A watch session (a salsa database) with the action cache in `cache`.
-fn session(
-    root: &Path,
-    cache: &Path,
-) -> (
-    krender::engine::session::RenderSession,
-    std::sync::Arc<krender::engine::actions::ActionCache>,
-) {
-    use krender::engine::actions::ActionCache;
-    use krender::engine::cache::CachePolicy;
-    use krender::engine::db::RenderContext;
-    use krender::runtime::chain::{ChainOptions, image_evaluator};
-    use std::sync::Arc;
-    let policy = CachePolicy {
-        table: Some(krender::runtime::config::FunctionTable::default()),
-    };
-    // Keyed as the krender binary keys, not as this test binary would.
-    let build =
-        krender::engine::cache::build_identity_of(Some(Path::new(env!("CARGO_BIN_EXE_krender"))));
-    let actions = Arc::new(ActionCache::for_build(cache, policy, build));
-    let context = RenderContext {
-        root: root.to_path_buf(),
-        options: krender::hydrate::RenderOptions {
-            ..krender::hydrate::RenderOptions::default()
-        },
-        save_on_failure: false,
-        image: Arc::from(image_evaluator(&ChainOptions::default())),
-        exec: Arc::new(krender::runtime::exec::ExecEvaluator::default()),
-        actions: Some(actions.clone()),
-    };
-    (
-        krender::engine::session::RenderSession::new(context, Some(2)),
-        actions,
-    )
-}
-
-/// The session's render of `root`, as `-o stdout` prints it.
-fn session_stdout(session: &mut krender::engine::session::RenderSession, root: &Path) -> String {
-    let kptfile = krender::hydrate::load_root(root).unwrap();
-    session.refresh(&kptfile);
-    let mut log = Vec::new();
-    let outcome = session.render(kptfile, &mut log);
-    let mut out = Vec::new();
-    krender::hydrate::apply(
-        outcome,
-        &krender::hydrate::Output::Stdout,
-        None,
-        &mut out,
-        &mut Vec::new(),
-    )
-    .unwrap();
-    String::from_utf8(out).unwrap()
-}
-
-/// A watch session starts from the action cache a one-shot render filled,
-/// and a package that runs again to the same output leaves its ancestors'
-/// runs alone (backdating); every output equals a --no-cache render's.
-#[test]
-fn a_watch_session_starts_warm_and_stops_at_an_unchanged_output() {
-    let temp = tempfile::tempdir().unwrap();
-    let root = temp.path().join("a/pkg");
-    generate(&root, 3, false);
-    let cache = temp.path().join("cache");
-    // Two in-place renders reach the fixed point and fill the cache.
-    for _ in 0..2 {
-        assert_eq!(
-            krender(&root, Some(&cache), &[], None).status.code(),
-            Some(0)
-        );
-    }
-    let expected = |root: &Path| {
-        let output = krender(root, None, &["-o", "stdout"], None);
-        String::from_utf8(output.stdout).unwrap()
-    };
-    let (mut watch, actions) = session(&root, &cache);
-    assert_eq!(session_stdout(&mut watch, &root), expected(&root));
-    // Every package but the root was answered from the cache.
-    assert_eq!(actions.stats().hits, 12, "{:?}", actions.stats());
-    let before = watch.pipelines_run();
-
-    // Give a leaf a namespace its set-namespace step overwrites with the
-    // same-length value it had: the leaf runs again, to the same output.
-    let leaf = root.join("sub-1/sub-2/config.yaml");
-    let text = std::fs::read_to_string(&leaf).unwrap();
-    assert!(text.contains("namespace: ns-0"), "{text}");
-    std::fs::write(&leaf, text.replace("namespace: ns-0", "namespace: xx-9")).unwrap();
-    assert_eq!(session_stdout(&mut watch, &root), expected(&root));
-    assert_eq!(watch.pipelines_run() - before, 1, "only the leaf ran");
-
-    // A real change runs the leaf, its parent and the root.
-    let before = watch.pipelines_run();
-    std::fs::write(&leaf, text.replace("k: v", "k: changed")).unwrap();
-    let rendered = session_stdout(&mut watch, &root);
-    assert!(rendered.contains("k: changed"));
-    assert_eq!(rendered, expected(&root));
-    assert_eq!(watch.pipelines_run() - before, 3);
 }
 
 /// A render whose reader went away (`| head`) is never replayed: the next

@@ -90,6 +90,11 @@ fn context(root: &Path) -> RenderContext {
         image: Arc::from(image_evaluator(&ChainOptions::default())),
         exec: Arc::new(ExecEvaluator::default()),
         actions: None,
+        policy: None,
+        build: String::new(),
+        store: Arc::new(krender::engine::store::Store::in_memory()),
+        remember_impure: false,
+        runs: Default::default(),
     }
 }
 
@@ -104,6 +109,7 @@ fn render_once(root: &Path) -> (String, String) {
         &mut log,
         None,
         None,
+        false,
     );
     finish(outcome, log)
 }
@@ -420,6 +426,7 @@ fn sessions_match_one_shot_renders_on_the_shared_cases() {
             &mut log,
             None,
             None,
+            false,
         );
         let once = stdout_of(outcome, log);
         let mut session = session(&root, None);

@@ -128,6 +128,62 @@ fn watch_rebuilds_what_changed_and_stops_on_sigint() {
     );
 }
 
+/// A watch started on a tree a cached render left runs nothing at start;
+/// a package that runs again to the output it had leaves its ancestors
+/// alone.
+#[test]
+fn watch_starts_warm_and_stops_at_an_unchanged_output() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("root");
+    let cache = temp.path().join("cache");
+    write(&root);
+    for _ in 0..2 {
+        let output = crate::support::krender_command()
+            .args(["fn", "render"])
+            .arg(&root)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .env("KRENDER_CONFIG", root.join("no-render.toml"))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0));
+    }
+    let mut child = crate::support::krender_command()
+        .arg("watch")
+        .arg(&root)
+        .args(["--debounce-ms", "100", "--cache-dir"])
+        .arg(&cache)
+        .env("KRENDER_CONFIG", root.join("no-render.toml"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (sender, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    let first = next_watch_line(&lines);
+    assert!(first.contains("0 of 3 package(s) re-run"), "{first}");
+
+    // b's set-labels overwrites the label edited: b runs again, to the
+    // output it had, and the root is not run.
+    let cm = root.join("b/cm.yaml");
+    let text = std::fs::read_to_string(&cm).unwrap();
+    assert!(text.contains("owner: root"), "{text}");
+    std::fs::write(&cm, text.replace("owner: root", "owner: zzz")).unwrap();
+    let rebuilt = next_watch_line(&lines);
+    assert!(rebuilt.contains("1 of 3 package(s) re-run"), "{rebuilt}");
+    assert_eq!(std::fs::read_to_string(&cm).unwrap(), text);
+
+    // SAFETY: kill(2) on our own child's pid.
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+}
+
 /// A layered document set (no Kptfile): the documents are printed after
 /// each rebuild, and an edit recomputes only what depends on it.
 #[test]

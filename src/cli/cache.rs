@@ -27,10 +27,10 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
     let result = match command {
         CacheCommand::Stats(_) => summarize(&dir).and_then(|summary| {
             let manifests = summarize(&store_dir(&dir))?;
-            let (runs, run_bytes) = crate::engine::actions::summarize(&dir).map_err(|error| {
+            let (runs, run_bytes) = crate::engine::store::summarize(&dir).map_err(|error| {
                 crate::engine::cache::CacheError::Cacache {
-                    dir: crate::engine::actions::store_dir(&dir),
-                    source: cacache::Error::IoError(error, "reading package runs".to_owned()),
+                    dir: crate::engine::store::store_dir(&dir),
+                    source: cacache::Error::IoError(error, "reading the store".to_owned()),
                 }
             })?;
             let size = |bytes: u64| format!("{} ({bytes} bytes)", indicatif::HumanBytes(bytes));
@@ -42,7 +42,8 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
                 size(summary.bytes)
             );
             let _ = writeln!(out, "render manifests: {}", manifests.entries);
-            let _ = writeln!(out, "package runs: {runs}, {}", size(run_bytes));
+            // Resources, logs and runs, each once by content.
+            let _ = writeln!(out, "store: {runs} entries, {}", size(run_bytes));
             Ok(())
         }),
         CacheCommand::Prune(prune_args) => {

@@ -359,7 +359,7 @@ fn render_and_apply(
     // A warm, unchanged tree is answered from its manifest (engine::manifest).
     let manifest = match (&cache_dir, output, results_dir) {
         (Some(dir), Output::InPlace | Output::Check | Output::Stdout | Output::Unwrap, None) => {
-            ManifestCheck::new(dir, root, args, *output == Output::Check, &scan, stamps)
+            ManifestCheck::new(dir, root, args, *output == Output::Check, &scan)
         }
         _ => None,
     };
@@ -377,13 +377,15 @@ fn render_and_apply(
         return 0;
     }
     stats.phases.manifest_ms = phase.elapsed().as_millis();
-    let kptfile = match hydrate::load_root_with(root, |path| match path
-        .strip_prefix(root)
-        .ok()
-        .and_then(|relative| scan.bytes(&relative.to_string_lossy()))
-    {
-        Some(bytes) => Ok(bytes.clone()),
-        None => std::fs::read(path).map(std::sync::Arc::from),
+    let kptfile = match hydrate::load_root_with(root, |path| {
+        match path
+            .strip_prefix(root)
+            .ok()
+            .and_then(|relative| scan.bytes(&relative.to_string_lossy()))
+        {
+            Some(bytes) => Ok(bytes.clone()),
+            None => std::fs::read(path).map(std::sync::Arc::from),
+        }
     }) {
         Ok(kptfile) => kptfile,
         Err(error) => {
@@ -620,13 +622,6 @@ pub(super) struct Caches {
 }
 
 impl Caches {
-    /// Calls answered from the cache so far.
-    pub(super) fn hits(&self) -> u64 {
-        self.image.stats().hits + self.exec.stats().hits
-    }
-
-    /// True when every call so far was cacheable (builtins, or functions
-    /// render.toml declares pure): the render is a function of its files.
     pub(super) fn all_pure(&self) -> bool {
         self.image.stats().uncacheable == 0 && self.exec.stats().uncacheable == 0
     }
@@ -720,6 +715,7 @@ pub(super) fn render_context(
         policy,
         build,
         store: Arc::new(store),
+        remember_impure: false,
         runs: Default::default(),
     };
     (context, caches)
@@ -770,8 +766,6 @@ struct ManifestCheck {
     /// check ignores the status an in-place render would rewrite).
     also_answers: Option<String>,
     tree: TreeSnapshot,
-    files: FileStamps,
-    root: PathBuf,
 }
 
 impl ManifestCheck {
@@ -781,7 +775,6 @@ impl ManifestCheck {
         args: &RenderArgs,
         check: bool,
         scan: &Scan,
-        files: FileStamps,
     ) -> Option<ManifestCheck> {
         let tree = scan.snapshot()?;
         let config_path = super::config_path(Some(root));
@@ -821,8 +814,6 @@ impl ManifestCheck {
             key: key(check),
             also_answers: check.then(|| key(false)),
             tree,
-            files,
-            root: root.to_path_buf(),
         })
     }
 

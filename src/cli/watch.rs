@@ -1,21 +1,20 @@
 //! `krender watch [PATH]`: render, then re-render whenever files under the
-//! path change, keeping one salsa session so that only what the change
-//! affects is recomputed. A package (a directory with a Kptfile) is rendered
+//! path change, through the same engine as `fn render`, keeping its store
+//! and runs so that only what the change affects is recomputed. A package (a directory with a Kptfile) is rendered
 //! in place (or to stdout with `-o`), with only the changed packages and
 //! their ancestors re-run; anything else is a layered document set, whose
 //! rendered documents are printed to stdout after each rebuild. One line
 //! per rebuild on stderr: what re-ran, cache hits, time.
 //!
-//! Events are debounced. They say where to look (only the packages owning
-//! the changed files are read again, unless the change may alter the tree's
-//! shape); what changed is decided by content (the session compares bytes),
-//! so our own writes come back as at most one more rebuild that finds the
-//! tree at its fixed point.
+//! Events are debounced. What changed is decided by content: a rebuild
+//! reads the tree once (the floor of any render) and stops when every file
+//! is as the last rebuild left it, so our own writes come back as an event
+//! that finds nothing to do.
 //! Ctrl-C (or SIGTERM) stops the watch at once: a rebuild in flight is cut
 //! short (its functions are killed) and writes nothing, and the command
 //! exits 130 (143).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -24,11 +23,13 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::args::WatchArgs;
-use super::render::{
-    Caches, absolute, output_mode, print_report, render_context, resolve_package_path,
-};
+use super::render::{absolute, output_mode, print_report, render_context, resolve_package_path};
 use super::signals::Interrupts;
-use crate::engine::session::RenderSession;
+use crate::engine::cache::CachePolicy;
+use crate::engine::db::RenderContext;
+use crate::engine::oneshot::{record_left_tree, render_once};
+use crate::engine::scan::Scan;
+use crate::hydrate::item::Digest;
 use crate::hydrate::{self, Output, Report};
 use crate::layering::incremental::LayeringSession;
 use crate::pkg::kptfile::KPTFILE_NAME;
@@ -86,17 +87,24 @@ pub(super) fn run(
         None,
         interrupts.cancel(),
     );
-    let mut session = RenderSession::new(context, render_args.jobs);
-
+    let mut context = context;
+    // A watch remembers its runs for the next rebuild even without a cache
+    // directory (then in memory).
+    if context.policy.is_none() {
+        context.policy = Some(CachePolicy::for_config(&super::config_path(Some(&root))));
+    }
+    context.remember_impure = true;
+    drop(cached);
     // Each rebuild rewrites results.yaml, as a render would.
     let results_dir = render_args.results_dir.as_deref().map(absolute);
     let mut rebuild = Rebuild {
-        session: &mut session,
+        context,
+        jobs: render_args.jobs,
         root: &root,
         output: &output,
         results_dir: results_dir.as_deref(),
-        cached: cached.as_ref(),
         interrupts,
+        last: None,
     };
     // Lifecycle (issue 8): a watch of a package being rendered fails at once.
     if let Err(report) = super::rpkg::open_for_render(&root, output == Output::InPlace, err) {
@@ -110,11 +118,9 @@ pub(super) fn run(
             return 1;
         }
     };
-    rebuild.run(None, out, err);
+    rebuild.run(out, err);
     let debounce = Duration::from_millis(args.debounce_ms);
-    watch.run(debounce, err, |changed, err| {
-        rebuild.run(Some(&changed), out, err)
-    });
+    watch.run(debounce, err, |_, err| rebuild.run(out, err));
     interrupts.exit_code().unwrap_or(0)
 }
 
@@ -271,28 +277,29 @@ fn watched(path: &Path) -> bool {
     })
 }
 
-/// One rebuild's inputs.
+/// One rebuild's inputs, and what the watch remembers between rebuilds:
+/// the render context (whose store and runs are the memo, in memory when
+/// there is no cache directory) and the tree as the last rebuild left it.
 struct Rebuild<'a> {
-    session: &'a mut RenderSession,
+    context: RenderContext,
+    jobs: Option<usize>,
     root: &'a Path,
     output: &'a Output,
     results_dir: Option<&'a Path>,
-    cached: Option<&'a Caches>,
     interrupts: &'a Interrupts,
+    /// The digests of every file of the tree the last rebuild left (its
+    /// own writes included): a rebuild that finds them again has nothing
+    /// to do.
+    last: Option<BTreeMap<String, Digest>>,
 }
 
 impl Rebuild<'_> {
-    /// Refreshes the session (after the first run, only the packages owning
-    /// the `changed` paths, when that is safe) and, when something changed
-    /// (or on the first run), renders and applies, then prints the summary
-    /// line.
-    fn run(
-        &mut self,
-        changed: Option<&BTreeSet<PathBuf>>,
-        out: &mut dyn Write,
-        err: &mut dyn Write,
-    ) {
-        let first = changed.is_none();
+    /// Reads the tree once and, when its files differ from what the last
+    /// rebuild left (or on the first run), renders it through the one
+    /// engine, applies, and prints the summary line. The paths of the
+    /// events say only that something may have changed: what changed is
+    /// decided by content.
+    fn run(&mut self, out: &mut dyn Write, err: &mut dyn Write) {
         let started = Instant::now();
         // Each rebuild holds the package lock (issue 8); while another
         // command holds it, this rebuild is skipped.
@@ -305,30 +312,43 @@ impl Rebuild<'_> {
                 return;
             }
         };
-        let kptfile = match self.session.load_root() {
+        let scan = Scan::walk(self.root, None);
+        let digests = file_digests(&scan);
+        if self.last.as_ref() == Some(&digests) {
+            return;
+        }
+        let kptfile = match hydrate::load_root_with(self.root, |path| {
+            match path
+                .strip_prefix(self.root)
+                .ok()
+                .and_then(|relative| scan.bytes(&relative.to_string_lossy()))
+            {
+                Some(bytes) => Ok(bytes.clone()),
+                None => std::fs::read(path).map(std::sync::Arc::from),
+            }
+        }) {
             Ok(kptfile) => kptfile,
             Err(error) => {
                 print_report(&Report::kptfile(&error), err);
                 let _ = writeln!(err, "[watch] waiting for a valid Kptfile");
+                self.last = Some(digests);
                 return;
             }
         };
-        let stats = match changed {
-            Some(changed) => self.session.refresh_changed(&kptfile, changed),
-            None => self.session.refresh(&kptfile),
-        };
-        if !first && stats.changed == 0 && stats.packages > 0 {
-            return;
-        }
-        let runs_before = self.session.pipelines_run();
-        let hits_before = self.cached.map_or(0, Caches::hits);
-        let outcome = self.session.render(kptfile, err);
+        let (outcome, ran) = render_once(
+            &self.context,
+            self.jobs,
+            kptfile,
+            err,
+            None,
+            Some(&scan),
+            in_place,
+        );
         if self.interrupts.exit_code().is_some() {
             // Cut short: nothing is written, not even status.
             let _ = writeln!(err, "{}", self.interrupts.message("rebuild"));
             return;
         }
-        let packages = outcome.n_packages;
         let mut written = hydrate::Written::default();
         let result = hydrate::apply_recording(
             outcome,
@@ -338,7 +358,15 @@ impl Rebuild<'_> {
             err,
             &mut written,
         );
-        self.session.own_writes(&written);
+        // The tree this rebuild left: recorded, so that the events of its
+        // own writes find nothing to run.
+        self.last = Some(digests);
+        if let (Ok(()), Some(committed)) = (&result, written.committed.take()) {
+            if let Some(after) = scan.with_changes(&committed) {
+                self.last = Some(file_digests(&after));
+            }
+            record_left_tree(&self.context, self.jobs, &scan, &committed);
+        }
         let status = match &result {
             Ok(()) => "",
             Err(error) => {
@@ -351,11 +379,25 @@ impl Rebuild<'_> {
             err,
             "[watch] rebuilt in {} ms: {} of {} package(s) re-run, {} cache hit(s){status}",
             started.elapsed().as_millis(),
-            self.session.pipelines_run() - runs_before,
-            packages,
-            self.cached.map_or(0, Caches::hits) - hits_before,
+            ran.pipelines_run,
+            ran.packages,
+            ran.action_cache_hits,
         );
     }
+}
+
+/// Every readable file of `scan` by its path relative to the root, with
+/// its digest.
+fn file_digests(scan: &Scan) -> BTreeMap<String, Digest> {
+    let mut files = BTreeMap::new();
+    for (dir, listing) in &scan.dirs {
+        for entry in listing.entries.iter().flatten() {
+            if let Some(file) = &entry.file {
+                files.insert(crate::engine::scan::join(dir, &entry.name), file.digest);
+            }
+        }
+    }
+    files
 }
 
 #[cfg(test)]

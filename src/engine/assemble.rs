@@ -59,7 +59,7 @@ pub fn assemble(
                     plan,
                     &record.output.get()?,
                     &walk.input_files,
-                    execution,
+                    &|items| execution.materialize(store, &plan.root_path, items),
                     store,
                     build,
                     options.attribution,
@@ -133,7 +133,7 @@ impl Walk<'_> {
         };
         for (position, child) in children.iter().enumerate() {
             let child = match child {
-                Child::Invalid(error) => return Ok(Err((None, error.clone()))),
+                Child::Invalid(invalid) => return Ok(Err((None, invalid.error(&invalid.dir)))),
                 Child::Package(child) => *child,
             };
             if let Err((partial, error)) = self.visit(child)? {
@@ -177,7 +177,8 @@ impl Walk<'_> {
                 let _ = self.log.flush();
                 self.input_files
                     .extend(run.input_files.iter().map(|file| root_relative(file)));
-                self.mutation_steps.extend(run.mutation_steps.iter().cloned());
+                self.mutation_steps
+                    .extend(run.mutation_steps.iter().cloned());
                 self.validation_steps
                     .extend(run.validation_steps.iter().cloned());
                 self.fn_results.extend(run.fn_results.iter().cloned());
@@ -229,12 +230,12 @@ impl Walk<'_> {
     /// The output resources of a successful run.
     fn output_of(&self, index: usize) -> Option<Vec<Node>> {
         match self.outcomes.get(index)? {
-            Outcome::Done(done) => {
-                self.execution
-                    .materialize(self.store, &self.plan.root_path, &done.record.output.get()?)
-            }
+            Outcome::Done(done) => self.execution.materialize(
+                self.store,
+                &self.plan.root_path,
+                &done.record.output.get()?,
+            ),
             _ => None,
         }
     }
 }
-

@@ -618,9 +618,9 @@ pub fn prune(dir: &Path, max_age: std::time::Duration) -> Result<PruneSummary, C
         .checked_sub(max_age)
         .unwrap_or(std::time::UNIX_EPOCH);
     let (removed, kept) =
-        super::actions::prune(dir, cutoff_time).map_err(|error| CacheError::Cacache {
-            dir: super::actions::store_dir(dir),
-            source: cacache::Error::IoError(error, "pruning package runs".to_owned()),
+        super::store::prune(dir, cutoff_time).map_err(|error| CacheError::Cacache {
+            dir: super::store::store_dir(dir),
+            source: cacache::Error::IoError(error, "pruning the store".to_owned()),
         })?;
     summary.removed += removed;
     summary.kept += kept;

@@ -41,6 +41,10 @@ pub struct RenderContext {
     pub build: String,
     /// Where resources and runs are kept.
     pub store: Arc<super::store::Store>,
+    /// Runs of functions not known to be pure are remembered in `runs` for
+    /// this context's life (never stored): a watch session takes them as
+    /// deterministic between its rebuilds, as kpt's function spec asks.
+    pub remember_impure: bool,
     /// The runs of the last execution over this context (see
     /// [`super::executor::Known`]).
     pub runs: std::sync::Mutex<super::executor::Known>,
@@ -214,6 +218,7 @@ pub fn rendered_package(db: &dyn Db, pkg: PackageSource) -> Option<SharedRun> {
             input,
             local_files: input_files,
             display: &display,
+            outer: pkg.path(db),
         },
         context.save_on_failure,
         &context.options,

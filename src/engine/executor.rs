@@ -30,11 +30,11 @@ use super::store::Store;
 use crate::hydrate::item::{Digest, Item, RootPath, decode_item, item_of};
 use crate::hydrate::items::{Chained, ItemJob, ItemSource, run_items};
 use crate::hydrate::{self, HydrateError, PackageJob, PackageRun, Report, Runtimes};
+use crate::pkg::kptfile::{self, Function};
+use crate::pkg::reader::ReadOptions;
+use crate::runtime::FunctionTarget;
 use crate::runtime::builtin::per_item::{ItemStep, Partial};
 use crate::runtime::function_filter::NativeMode;
-use crate::pkg::kptfile::{self, Function};
-use crate::pkg::reader::{ReadOptions, parse_package_files};
-use crate::runtime::FunctionTarget;
 use crate::yaml::node::Node;
 
 /// Where one package's run stands after the executor.
@@ -96,7 +96,12 @@ pub struct Execution {
 impl Execution {
     /// The resources of `items`: this render's, else read from the store;
     /// `None` when one is missing or damaged.
-    pub(crate) fn materialize(&self, store: &Store, root: &RootPath, items: &[Item]) -> Option<Vec<Node>> {
+    pub(crate) fn materialize(
+        &self,
+        store: &Store,
+        root: &RootPath,
+        items: &[Item],
+    ) -> Option<Vec<Node>> {
         items
             .par_iter()
             .map(|item| {
@@ -137,6 +142,8 @@ pub struct ExecOptions<'a> {
     pub progress: Option<&'a Progress>,
     /// How the store is used.
     pub mode: ExecMode,
+    /// Only these packages run (a shard's subtrees); all when `None`.
+    pub only: Option<&'a std::collections::HashSet<usize>>,
 }
 
 /// Runs by key: what the last execution of a render context made, which
@@ -167,8 +174,13 @@ pub fn execute(
         jobs,
         progress,
         mode,
+        only,
     } = *options;
-    let known = context.runs.lock().map(|runs| runs.clone()).unwrap_or_default();
+    let known = context
+        .runs
+        .lock()
+        .map(|runs| runs.clone())
+        .unwrap_or_default();
     let known = Some(&known);
     let _span = tracing::info_span!("execute").entered();
     let slots: Vec<Mutex<Outcome>> = plan
@@ -179,16 +191,13 @@ pub fn execute(
     let done = AtomicUsize::new(0);
     let total = plan.packages.len();
     let nodes = NodeCache::default();
-    let source = Source {
-        store,
-        root: &plan.root_path,
-        nodes: &nodes,
-        build: &context.build,
-        steps: Mutex::default(),
-    };
+    let source = Source::new(store, &plan.root_path, &nodes, &context.build, mode.lookups);
     in_pool(jobs, || {
         for level in &plan.levels {
             level.par_iter().for_each(|&index| {
+                if only.is_some_and(|only| !only.contains(&index)) {
+                    return;
+                }
                 let outcome = run_one(context, &source, plan, index, &slots, mode, known);
                 if let Some(slot) = slots.get(index)
                     && let Ok(mut slot) = slot.lock()
@@ -223,7 +232,12 @@ pub fn execute(
         nodes,
     };
     if let Ok(mut runs) = context.runs.lock() {
-        *runs = execution.known();
+        if mode.pure_only {
+            // Recording the tree a render left: both are current.
+            runs.extend(execution.known());
+        } else {
+            *runs = execution.known();
+        }
     }
     execution
 }
@@ -257,32 +271,17 @@ fn run_one(
             _ => return Outcome::Skipped,
         }
     }
-    let store = source.store;
-    let key = package_key(context, plan, pkg, &digests);
-    if key.is_none() && mode.pure_only {
+    let (key, stored) = match package_key(context, plan, pkg, &digests) {
+        Some((key, stored)) => (Some(key), stored),
+        None => (None, false),
+    };
+    // Recording a tree runs nothing that is not remembered, and nothing
+    // impure except in a session that takes such runs as deterministic.
+    if mode.pure_only && (key.is_none() || (!stored && !context.remember_impure)) {
         return Outcome::Skipped;
     }
-    if let Some(record) = key
-        .as_ref()
-        .filter(|_| mode.lookups)
-        .and_then(|key| known?.get(key))
-    {
-        return Outcome::Done(Done {
-            record: record.clone(),
-            hit: true,
-            key,
-        });
-    }
-    if let Some(found) = key.filter(|_| mode.lookups)
-        && let Some(record) = store
-            .action(&found)
-            .and_then(|bytes| RunRecord::decode(&bytes))
-    {
-        return Outcome::Done(Done {
-            record: std::sync::Arc::new(record),
-            hit: true,
-            key,
-        });
+    if let Some(found) = lookup(source, key, stored, mode, known) {
+        return found;
     }
     let started = Instant::now();
     let files: Vec<crate::pkg::reader::PackageFile> = pkg
@@ -291,40 +290,12 @@ fn run_one(
         .flatten()
         .map(|planned| planned.file.clone())
         .collect();
-    let options = ReadOptions {
-        package_path: Some(pkg.path.display().to_string()),
+    let own = match own_items(source, plan, pkg, &files) {
+        Ok(own) => own,
+        Err(error) => return Outcome::ReadFailed(error),
     };
-    let local = match parse_package_files(&files, &options) {
-        Ok(read) => read.resources,
-        Err(error) => {
-            let text = error.to_string();
-            return Outcome::ReadFailed(
-                HydrateError::plain(&pkg.path, &text, Report::Error(text.clone()))
-                    .at(error.location().cloned()),
-            );
-        }
-    };
-    let local_files = own_file_names(&local);
-    let runtimes = Runtimes {
-        image: context.image.as_ref(),
-        exec: context.exec.as_ref(),
-        runs: None,
-    };
-    let display = log_display(&pkg.rel);
-    // The input by item: the package's own resources (kept for the run and
-    // its ancestors), then its subpackages' outputs.
-    let own: Vec<Item> = local
-        .par_iter()
-        .map(|node| {
-            let (item, blob) = item_of(node, &plan.root_path);
-            store.put_blob(&item.digest, &blob);
-            item
-        })
-        .collect();
-    for (item, node) in own.iter().zip(local) {
-        source.nodes.insert(item.digest, node);
-    }
-    let mut input: Vec<Item> = own;
+    let local_files = own.1;
+    let mut input: Vec<Item> = own.0;
     for &child in &children {
         let Some(Ok(slot)) = slots.get(child).map(Mutex::lock) else {
             return Outcome::Skipped;
@@ -336,17 +307,179 @@ fn run_one(
         };
         input.extend(output.iter().cloned());
     }
-    let job = ItemJob {
-        root: &plan.root,
+    run_input(
+        context,
+        source,
+        plan,
+        pkg,
+        Job {
+            input,
+            local_files,
+            key,
+            stored,
+            outer: &pkg.path,
+            started,
+        },
+    )
+}
+
+/// A run's record from this context's last execution or the store, when
+/// lookups are on and its key is there.
+pub(crate) fn lookup(
+    source: &Source<'_>,
+    key: Option<Digest>,
+    stored: bool,
+    mode: ExecMode,
+    known: Option<&Known>,
+) -> Option<Outcome> {
+    let found = key.filter(|_| mode.lookups)?;
+    if let Some(record) = known.and_then(|known| known.get(&found)) {
+        return Some(Outcome::Done(Done {
+            record: record.clone(),
+            hit: true,
+            key,
+        }));
+    }
+    if !stored {
+        return None;
+    }
+    let record = RunRecord::decode(&source.store.action(&found)?)?;
+    Some(Outcome::Done(Done {
+        record: std::sync::Arc::new(record),
+        hit: true,
+        key,
+    }))
+}
+
+/// The items of `pkg`'s own resources (parsed from `files`; their nodes
+/// kept in this render's cache), with the package-relative names of the
+/// files they came from; the error is kpt's for files that do not parse.
+pub(crate) fn own_items(
+    source: &Source<'_>,
+    plan: &Plan,
+    pkg: &PlannedPackage,
+    files: &[crate::pkg::reader::PackageFile],
+) -> Result<(Vec<Item>, Vec<String>), HydrateError> {
+    let options = ReadOptions {
+        package_path: Some(pkg.path.display().to_string()),
+    };
+    // File by file: a file read before (by its bytes) is known by its
+    // items, without parsing it again.
+    let read: Vec<Result<Vec<Item>, crate::pkg::reader::ReadError>> = files
+        .par_iter()
+        .map(|file| {
+            let key = parse_key(source, &pkg.rel, &file.relative, &Digest::of(&file.bytes));
+            if let Some(items) = source
+                .memos
+                .then(|| source.store.action(&key))
+                .flatten()
+                .and_then(|bytes| {
+                    let mut input = Reader(&bytes);
+                    let items = read_items(&mut input)?;
+                    input.0.is_empty().then_some(items)
+                })
+                && items.iter().all(|item| source.store.has_blob(&item.digest))
+            {
+                // (After damage was found, `has_blob` reads each back: a
+                // damaged one is parsed and written again.)
+                return Ok(items.to_vec());
+            }
+            let nodes = crate::pkg::reader::parse_package_file(file, &options)?;
+            let items: Vec<Item> = nodes
+                .into_iter()
+                .map(|node| {
+                    let (item, blob) = item_of(&node, &plan.root_path);
+                    source.store.put_blob(&item.digest, &blob);
+                    source.nodes.insert(item.digest, node);
+                    item
+                })
+                .collect();
+            let mut out = Writer(Vec::new());
+            write_items(&mut out, &items);
+            source.store.put_action(&key, &out.0);
+            Ok(items)
+        })
+        .collect();
+    let mut own = Vec::new();
+    for items in read {
+        own.extend(items.map_err(|error| {
+            let text = error.to_string();
+            HydrateError::plain(&pkg.path, &text, Report::Error(text.clone()))
+                .at(error.location().cloned())
+        })?);
+    }
+    let local_files = own
+        .iter()
+        .map(|item| crate::krm::resource::clean_path(&item.meta.path))
+        .collect();
+    Ok((own, local_files))
+}
+
+/// The key of a package file's items: the file, by its path and bytes.
+fn parse_key(source: &Source<'_>, package: &str, file: &str, digest: &Digest) -> Digest {
+    let mut key = KeyHasher::default();
+    key.number(FORMAT_VERSION);
+    key.text(source.build);
+    key.text("parse");
+    key.text(package);
+    key.text(file);
+    key.digest(digest);
+    key.finish()
+}
+
+/// One package run's input and where it stands.
+pub(crate) struct Job<'a> {
+    /// The resources, in order.
+    pub(crate) input: Vec<Item>,
+    /// The package's own input files (for pruning).
+    pub(crate) local_files: Vec<String>,
+    /// Its key, when the run may be remembered.
+    pub(crate) key: Option<Digest>,
+    /// The run may be kept in the store (not only in this context's
+    /// memory).
+    pub(crate) stored: bool,
+    /// The package failures are reported under.
+    pub(crate) outer: &'a std::path::Path,
+    /// When the run started.
+    pub(crate) started: Instant,
+}
+
+/// Runs `pkg`'s pipeline over `job`'s input: over items when the pipeline
+/// decomposes, else over nodes; the record is stored under the key.
+pub(crate) fn run_input(
+    context: &RenderContext,
+    source: &Source<'_>,
+    plan: &Plan,
+    pkg: &PlannedPackage,
+    job: Job<'_>,
+) -> Outcome {
+    let Job {
+        input,
+        local_files,
+        key,
+        stored,
+        outer,
+        started,
+    } = job;
+    let store = source.store;
+    let runtimes = Runtimes {
+        image: context.image.as_ref(),
+        exec: context.exec.as_ref(),
+        runs: None,
+    };
+    let display = log_display(&pkg.rel);
+    let items_job = ItemJob {
         root_path: &plan.root_path,
         pkg: &pkg.path,
         kptfile: &pkg.kptfile,
         input: &input,
         display: &display,
     };
-    if let Some(run) = run_items(&job, &context.options, runtimes, source) {
+    if let Some(run) = run_items(&items_job, &context.options, runtimes, source) {
+        tracing::debug!(groups_run = run.groups_run, "ran over resources");
         if context.options.native == NativeMode::Verify
-            && let Err(difference) = verify_items(context, plan, pkg, &display, &files, &input, &run, source)
+            && let Err(difference) =
+                verify_items(context, plan, pkg, &display, &input, &run, source)
         {
             let message = format!(
                 "KRENDER_NATIVE=verify: the per-resource run of {} differs from the whole-list run: {difference}",
@@ -368,7 +501,7 @@ fn run_one(
             local_files,
             u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         );
-        if let Some(key) = &key {
+        if let Some(key) = key.as_ref().filter(|_| stored) {
             store.put_action(key, &record.encode());
         }
         return Outcome::Done(Done {
@@ -377,8 +510,7 @@ fn run_one(
             key,
         });
     }
-    // Over nodes: the own resources as parsed, the subpackages' outputs
-    // from this render or the store.
+    // Over nodes: from this render or the store.
     let nodes_in: Option<Vec<Node>> = input.par_iter().map(|item| source.node(item)).collect();
     let Some(nodes_in) = nodes_in else {
         // A stored output whose resources are gone or damaged: the render
@@ -393,6 +525,7 @@ fn run_one(
             input: nodes_in,
             local_files,
             display: &display,
+            outer,
         },
         context.save_on_failure,
         &context.options,
@@ -435,7 +568,7 @@ fn run_one(
         input_files,
         u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     );
-    if let Some(key) = &key {
+    if let Some(key) = key.as_ref().filter(|_| stored) {
         store.put_action(key, &record.encode());
     }
     Outcome::Done(Done {
@@ -461,13 +594,18 @@ impl Default for NodeCache {
 }
 
 impl NodeCache {
-    fn shard(&self, digest: &Digest) -> &Mutex<std::collections::HashMap<Digest, std::sync::Arc<Node>>> {
+    fn shard(
+        &self,
+        digest: &Digest,
+    ) -> &Mutex<std::collections::HashMap<Digest, std::sync::Arc<Node>>> {
         &self.0[usize::from(digest.0[0]) % NODE_SHARDS]
     }
 
     fn insert(&self, digest: Digest, node: Node) {
         if let Ok(mut nodes) = self.shard(&digest).lock() {
-            nodes.entry(digest).or_insert_with(|| std::sync::Arc::new(node));
+            nodes
+                .entry(digest)
+                .or_insert_with(|| std::sync::Arc::new(node));
         }
     }
 
@@ -491,6 +629,10 @@ pub(crate) struct Source<'a> {
     root: &'a RootPath,
     nodes: &'a NodeCache,
     build: &'a str,
+    /// The store's memos (parsed files, resource chains) answer: off when a
+    /// render runs again after finding damage, so that what it makes is
+    /// written over the damaged values.
+    memos: bool,
     /// Decomposed steps by builtin and config: the same few recur in every
     /// package.
     steps: Mutex<StepCache>,
@@ -498,14 +640,40 @@ pub(crate) struct Source<'a> {
 
 /// [`Source::steps`].
 type StepCache = std::collections::HashMap<
-    (crate::runtime::builtin::Builtin, std::collections::BTreeMap<String, String>),
+    (
+        crate::runtime::builtin::Builtin,
+        std::collections::BTreeMap<String, String>,
+    ),
     Option<std::sync::Arc<ItemStep>>,
 >;
 
-impl Source<'_> {
+impl<'a> Source<'a> {
+    /// The source over `store` and this render's `nodes`.
+    pub(crate) fn new(
+        store: &'a Store,
+        root: &'a RootPath,
+        nodes: &'a NodeCache,
+        build: &'a str,
+        memos: bool,
+    ) -> Source<'a> {
+        Source {
+            store,
+            root,
+            nodes,
+            build,
+            memos,
+            steps: Mutex::default(),
+        }
+    }
+
+    /// Keeps a resource this render made.
+    pub(crate) fn keep_node(&self, digest: Digest, node: Node) {
+        self.nodes.insert(digest, node);
+    }
+
     /// A copy of the resource of `item`, leaving this render's node where it
     /// is.
-    fn copy(&self, item: &Item) -> Option<Node> {
+    pub(crate) fn copy(&self, item: &Item) -> Option<Node> {
         self.nodes
             .get(&item.digest)
             .or_else(|| decode_item(&self.store.blob(&item.digest)?, self.root))
@@ -540,6 +708,9 @@ impl ItemSource for Source<'_> {
     }
 
     fn chained(&self, key: &Digest) -> Option<Vec<Chained>> {
+        if !self.memos {
+            return None;
+        }
         decode_chained(&self.store.action(key)?)
     }
 
@@ -572,7 +743,8 @@ fn encode_chained(chained: &[Chained]) -> Vec<u8> {
         out.0.extend_from_slice(&one.input.0);
         out.number(one.partials.len() as u64);
         for partial in &one.partials {
-            out.0.push(u8::from(partial.whole_list) | (u8::from(partial.worked) << 1));
+            out.0
+                .push(u8::from(partial.whole_list) | (u8::from(partial.worked) << 1));
             out.number(partial.count);
             out.number(partial.values.len() as u64);
             for value in &partial.values {
@@ -642,20 +814,15 @@ fn verify_items(
     plan: &Plan,
     pkg: &PlannedPackage,
     display: &str,
-    files: &[crate::pkg::reader::PackageFile],
     input: &[Item],
     run: &crate::hydrate::items::ItemRun,
     source: &Source<'_>,
 ) -> Result<(), String> {
-    let options = ReadOptions {
-        package_path: Some(pkg.path.display().to_string()),
-    };
-    let mut nodes = parse_package_files(files, &options)
-        .map_err(|error| error.to_string())?
-        .resources;
-    for item in &input[nodes.len()..] {
-        nodes.push(source.copy(item).ok_or("a subpackage's output does not read")?);
-    }
+    let nodes = input
+        .iter()
+        .map(|item| source.copy(item))
+        .collect::<Option<Vec<Node>>>()
+        .ok_or("an input resource does not read")?;
     let options = crate::hydrate::RenderOptions {
         native: NativeMode::On,
         ..context.options.clone()
@@ -673,12 +840,15 @@ fn verify_items(
             input: nodes,
             local_files: Vec::new(),
             display,
+            outer: &pkg.path,
         },
         context.save_on_failure,
         &options,
         runtimes,
     );
-    let output = whole.output.map_err(|(_, error)| format!("the whole-list run failed: {error}"))?;
+    let output = whole
+        .output
+        .map_err(|(_, error)| format!("the whole-list run failed: {error}"))?;
     let digests: Vec<Digest> = output
         .iter()
         .map(|node| item_of(node, &plan.root_path).0.digest)
@@ -730,19 +900,6 @@ fn log_display(rel: &str) -> String {
     }
 }
 
-/// The package-relative names of the files `resources` were read from
-/// (what pruning compares the output's files against).
-fn own_file_names(resources: &[Node]) -> Vec<String> {
-    resources
-        .iter()
-        .map(|node| {
-            crate::krm::resource::clean_path(
-                crate::krm::resource::annotation(node, crate::krm::resource::PATH).unwrap_or(""),
-            )
-        })
-        .collect()
-}
-
 /// The items of `output`, each resource's relocatable form kept in the
 /// store (in parallel: a root's output is the whole tree).
 pub(crate) fn store_items(store: &Store, root: &RootPath, output: &[Node]) -> Vec<Item> {
@@ -756,29 +913,47 @@ pub(crate) fn store_items(store: &Store, root: &RootPath, output: &[Node]) -> Ve
         .collect()
 }
 
-/// The resources of `items`, read from the store; `None` when one is
-/// missing or damaged.
-pub(crate) fn materialize(store: &Store, root: &RootPath, items: &[Item]) -> Option<Vec<Node>> {
-    items
-        .par_iter()
-        .map(|item| decode_item(&store.blob(&item.digest)?, root))
-        .collect()
-}
-
-/// The key of `pkg`'s run given its subpackages' output digests, or `None`
-/// when one of its functions is not known to be pure (or cannot run).
+/// The key of `pkg`'s run given its subpackages' output digests, and
+/// whether the run may be stored (see [`key_pipeline`]); `None` when one of
+/// its functions is not known to be pure (or cannot run).
 fn package_key(
     context: &RenderContext,
     plan: &Plan,
     pkg: &PlannedPackage,
     children: &[Digest],
-) -> Option<Digest> {
-    let policy = context.policy.as_ref()?;
-    let options = &context.options;
+) -> Option<(Digest, bool)> {
     let mut key = KeyHasher::default();
     key.number(FORMAT_VERSION);
     key.text(&context.build);
     key.text("dfs");
+    let stored = key_pipeline(&mut key, context, plan, pkg)?;
+    let files = pkg.files.as_ref().ok()?;
+    key.number(files.len() as u64);
+    for file in files {
+        key.text(&file.file.relative);
+        key.digest(&file.digest);
+    }
+    key.number(children.len() as u64);
+    for child in children {
+        key.digest(child);
+    }
+    Some((key.finish(), stored))
+}
+
+/// What every key of `pkg`'s runs covers: the package (by its path
+/// relative to the root), the options that change a run, its Kptfile and
+/// each function's identity and `configPath` file, and the checkout path
+/// when a function can see it. `None` when a function is not known to be
+/// pure; `Some(false)` when one is not but the context remembers such runs
+/// for its own life (a watch session): the key is then never stored.
+pub(crate) fn key_pipeline(
+    key: &mut KeyHasher,
+    context: &RenderContext,
+    plan: &Plan,
+    pkg: &PlannedPackage,
+) -> Option<bool> {
+    let policy = context.policy.as_ref()?;
+    let options = &context.options;
     key.text(&pkg.rel);
     // Not the output mode: a run's output is the same whatever becomes of
     // it, so `-o stdout` and in-place renders share entries.
@@ -792,13 +967,21 @@ fn package_key(
     key.text(&format!("{:?}", pkg.kptfile));
     let pipeline = &pkg.kptfile.pipeline;
     let mut sees_checkout = false;
+    let mut stored = true;
     for function in pipeline.mutators.iter().chain(&pipeline.validators) {
-        let identity = function_identity(policy, function, &options.image_prefix)?;
+        let identity = match function_identity(policy, function, &options.image_prefix) {
+            Some(identity) => identity,
+            None if context.remember_impure => {
+                stored = false;
+                format!("session\0{}\0{}", function.image, function.exec)
+            }
+            None => return None,
+        };
         sees_checkout |= !path_blind(&identity);
         key.text(&identity);
         if !function.config_path.is_empty() {
-            // A config inside the package is among its files (hashed
-            // below); one outside is read where the step reads it.
+            // A config inside the package is among its files; one outside
+            // is read where the step reads it.
             let config = std::fs::read(pkg.path.join(&function.config_path));
             key.bytes(config.as_deref().unwrap_or(b"\0missing"));
         }
@@ -807,17 +990,7 @@ fn package_key(
         // The function reads the resources' absolute package paths.
         key.text(&plan.root.display().to_string());
     }
-    let files = pkg.files.as_ref().ok()?;
-    key.number(files.len() as u64);
-    for file in files {
-        key.text(&file.file.relative);
-        key.digest(&file.digest);
-    }
-    key.number(children.len() as u64);
-    for child in children {
-        key.digest(child);
-    }
-    Some(key.finish())
+    Some(stored)
 }
 
 /// The identity of `function` for keys (`builtin:set-namespace\0image`),

@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rayon::prelude::*;
 
-use super::executor::Execution;
 use super::plan::Plan;
 use super::record::{FORMAT_VERSION, KeyHasher};
 use super::store::Store;
@@ -63,7 +62,7 @@ pub(crate) fn planned_changes(
     plan: &Plan,
     output: &[Item],
     input_files: &BTreeSet<String>,
-    execution: &Execution,
+    materialize: &(dyn Fn(&[Item]) -> Option<Vec<crate::yaml::node::Node>> + Sync),
     store: &Store,
     build: &str,
     attribution: bool,
@@ -118,7 +117,7 @@ pub(crate) fn planned_changes(
         .par_iter()
         .map(|(file, items, key)| {
             let items: Vec<Item> = items.iter().map(|item| (*item).clone()).collect();
-            let mut nodes = execution.materialize(store, &plan.root_path, &items)?;
+            let mut nodes = materialize(&items)?;
             crate::hydrate::apply::prepare_for_files(&plan.root, &mut nodes, attribution).ok()?;
             let mut rendered = crate::pkg::writer::render_files(&nodes).ok()?;
             let text = rendered.remove(file.as_str())?;
@@ -141,7 +140,9 @@ pub(crate) fn planned_changes(
         store.put_action(&key, &digest.0);
         let same = match disk.get(file.as_str()) {
             Some((on_disk, _)) => *on_disk == digest,
-            None => std::fs::read(plan.root.join(&file)).is_ok_and(|bytes| bytes == text.as_bytes()),
+            None => {
+                std::fs::read(plan.root.join(&file)).is_ok_and(|bytes| bytes == text.as_bytes())
+            }
         };
         if !same {
             changes.write(file, text);

@@ -2,6 +2,7 @@
 //! persistent function-result cache and level-by-level parallel scheduling.
 pub mod actions;
 pub mod assemble;
+pub(crate) mod bfs;
 pub mod cache;
 pub mod db;
 pub mod executor;

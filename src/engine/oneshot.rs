@@ -1,30 +1,16 @@
-//! One-shot renders (`fn render`): the session's schedule without its
-//! memo. A process that renders once gains nothing from keeping every
-//! package's output for later, and keeping them costs a copy of the whole
-//! tree per package level (1.4 GB at 1,000 packages); here a package's output
-//! moves into its parent's input instead, so memory stays near what the
-//! sequential walk holds.
-//!
-//! The packages of one Kahn level (leaves first) run in parallel on rayon;
-//! hydrate's walk then adopts the runs in kpt's order, exactly as it adopts
-//! a session's (see [`super::session`]).
+//! One-shot renders (`fn render`, `watch`'s rebuilds, `--shard`): the tree
+//! read once into a plan, the plan executed over the store (see
+//! [`super::executor`]; breadth-first, [`super::bfs`]), kpt's report and the
+//! files to write assembled from the runs.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::PathBuf;
 
-use rayon::prelude::*;
-
-use super::actions::{ActionCache, ActionInputs, BfsRuns, CachedOutput};
 use super::db::RenderContext;
-use super::levels::levels;
-use super::session::{Progress, Scanned, in_pool, path_key, scan_tree};
-use crate::hydrate::{self, PackageRun, Precomputed, RenderOutcome, Runtimes};
+use super::session::Progress;
+use crate::hydrate::{self, RenderOutcome};
 use crate::pkg::kptfile::{self, Kptfile};
-use crate::pkg::reader::{ReadOptions, parse_package_files};
-use crate::yaml::node::Node;
 
 /// What a one-shot render ran, for `--stats`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,13 +37,27 @@ pub fn render_once(
     in_place: bool,
 ) -> (RenderOutcome, OnceStats) {
     let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
-    if bfs {
-        return render_bfs(context, root_kptfile, log);
-    }
     let plan = match scan {
         Some(scan) => super::plan::Plan::from_scan(scan, root_kptfile),
         None => super::plan::Plan::read(&context.root, root_kptfile, None),
     };
+    if bfs {
+        let (outcome, ran) = super::bfs::render_bfs(
+            context,
+            &plan,
+            jobs,
+            super::executor::ExecMode::RENDER,
+            in_place.then_some(context.build.as_str()),
+            log,
+        );
+        context.store.finish();
+        let stats = OnceStats {
+            packages: outcome.n_packages.max(plan.packages.len()),
+            pipelines_run: ran.pipelines_run,
+            action_cache_hits: ran.hits,
+        };
+        return (outcome, stats);
+    }
     let mut lookups = true;
     loop {
         let options = super::executor::ExecOptions {
@@ -67,6 +67,7 @@ pub fn render_once(
                 lookups,
                 pure_only: false,
             },
+            only: None,
         };
         let execution = super::executor::execute(context, &context.store, &plan, &options);
         let ran = execution.stats;
@@ -94,9 +95,12 @@ pub fn render_once(
                 };
                 return (outcome, stats);
             }
-            Err(super::assemble::Incomplete) if lookups && !context.options.cancel.is_cancelled() => {
+            Err(super::assemble::Incomplete)
+                if lookups && !context.options.cancel.is_cancelled() =>
+            {
                 tracing::warn!("a stored run's output is unreadable; rendering without the store");
                 lookups = false;
+                context.store.distrust();
             }
             Err(super::assemble::Incomplete) => {
                 // Cancelled (the CLI reports it), or unreadable twice.
@@ -145,10 +149,25 @@ pub fn record_left_tree(
     let Ok(root_kptfile) = hydrate::load_root_with(&context.root, |_| Ok(bytes)) else {
         return;
     };
-    if root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION) {
+    let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
+    let plan = super::plan::Plan::from_scan(&after, root_kptfile);
+    if bfs {
+        let mode = super::executor::ExecMode {
+            lookups: true,
+            pure_only: true,
+        };
+        // The files that render would plan are remembered in it.
+        let _ = super::bfs::render_bfs(
+            context,
+            &plan,
+            jobs,
+            mode,
+            Some(&context.build),
+            &mut std::io::sink(),
+        );
+        context.store.finish();
         return;
     }
-    let plan = super::plan::Plan::from_scan(&after, root_kptfile);
     let options = super::executor::ExecOptions {
         jobs,
         progress: None,
@@ -156,6 +175,7 @@ pub fn record_left_tree(
             lookups: true,
             pure_only: true,
         },
+        only: None,
     };
     let execution = super::executor::execute(context, &context.store, &plan, &options);
     tracing::debug!(
@@ -175,7 +195,7 @@ pub fn record_left_tree(
             &plan,
             &output,
             &Default::default(),
-            &execution,
+            &|items| execution.materialize(&context.store, &plan.root_path, items),
             &context.store,
             &context.build,
             context.options.attribution,
@@ -183,416 +203,6 @@ pub fn record_left_tree(
     }
     super::executor::free_in_background(execution);
     context.store.finish();
-}
-
-/// A breadth-first render, in hydrate's walk (through the action cache).
-fn render_bfs(
-    context: &RenderContext,
-    root_kptfile: Kptfile,
-    log: &mut dyn Write,
-) -> (RenderOutcome, OnceStats) {
-    let mut stats = OnceStats::default();
-    // A BFS walk runs its packages itself, through the action cache.
-    let bfs_runs = context.actions.as_deref().map(|actions| BfsRuns {
-        actions,
-        options: &context.options,
-        save_on_failure: context.save_on_failure,
-        only: None,
-    });
-    let hits_before = bfs_runs
-        .as_ref()
-        .map_or(0, |runs| runs.actions.stats().hits);
-    let runtimes = Runtimes {
-        image: context.image.as_ref(),
-        exec: context.exec.as_ref(),
-        runs: bfs_runs.as_ref().map(|runs| runs as &dyn hydrate::RunStore),
-    };
-    let outcome = hydrate::hydrate_with(
-        &context.root,
-        root_kptfile,
-        &context.options,
-        runtimes,
-        log,
-        Precomputed::default(),
-    );
-    stats.packages = outcome.n_packages;
-    if let Some(runs) = &bfs_runs {
-        let hits = runs.actions.stats().hits.saturating_sub(hits_before);
-        stats.action_cache_hits += usize::try_from(hits).unwrap_or(usize::MAX);
-        runs.actions.finish();
-    }
-    stats.pipelines_run += outcome
-        .n_packages
-        .saturating_sub(stats.action_cache_hits);
-    (outcome, stats)
-}
-
-/// A package's finished run. A run answered from the action cache keeps
-/// its output encoded until a parent that runs (or the caller, for the
-/// root) needs it.
-struct Done {
-    run: PackageRun,
-    /// Answered from the action cache.
-    hit: bool,
-    /// A hit's output, until taken.
-    cached: Option<CachedOutput>,
-    /// The action cache key it was looked up (and stored) under.
-    key: Option<String>,
-    /// The digest of its output (when the action cache is on and it
-    /// succeeded): its parent's key covers it.
-    digest: Option<blake3::Hash>,
-}
-
-impl Done {
-    /// Takes the output out of the run, decoding a cached one; `None` when
-    /// the cached entry is corrupt.
-    fn take_output(&mut self) -> Option<Vec<Node>> {
-        if let Some(cached) = self.cached.take() {
-            return cached.decode();
-        }
-        match &mut self.run.output {
-            Ok(output) => Some(std::mem::take(output)),
-            Err(_) => Some(Vec::new()),
-        }
-    }
-}
-
-/// Runs the pipelines level by level and returns the runs by package path,
-/// with the tree they ran on. A corrupt action cache entry found on the
-/// way is dropped, and the levels run again without the cache.
-fn run_levels(
-    context: &RenderContext,
-    scanned: Vec<Scanned>,
-    jobs: Option<usize>,
-    progress: Option<Progress>,
-    stats: &mut OnceStats,
-) -> Precomputed {
-    let _span = tracing::info_span!("levels").entered();
-    let index = package_index(&scanned);
-    let children = child_indexes(&scanned, &index);
-    let graph: BTreeMap<String, Vec<String>> = scanned
-        .iter()
-        .map(|pkg| {
-            let children = pkg.children.iter().map(|c| path_key(c)).collect();
-            (path_key(&pkg.path), children)
-        })
-        .collect();
-    let Ok(levels) = levels(&graph) else {
-        return Precomputed::default();
-    };
-    let levels: Vec<Vec<usize>> = levels
-        .iter()
-        .map(|level| {
-            level
-                .iter()
-                .filter_map(|key| index.get(Path::new(key)).copied())
-                .collect()
-        })
-        .collect();
-    let tree = Tree {
-        scanned: &scanned,
-        children: &children,
-        levels: &levels,
-    };
-    let actions = context.actions.as_deref();
-    let mut lookups = true;
-    let runs = loop {
-        let slots = run_tree(context, &tree, actions, lookups, jobs, progress.as_ref());
-        match adoptable_runs(slots, &children, stats) {
-            Ok(runs) => break runs,
-            Err(corrupt) => {
-                // Dropped, and every level runs again without looking the
-                // cache up (a run that took a corrupt output as input is
-                // wrong too), storing fresh entries.
-                for key in corrupt {
-                    if let Some(actions) = actions {
-                        actions.drop_corrupt(&key);
-                    }
-                }
-                *stats = OnceStats::default();
-                lookups = false;
-            }
-        }
-    };
-    // Every package is the child of one parent at most, so each Kptfile
-    // moves into its parent's list instead of being copied.
-    let (paths, mut kptfiles): (Vec<PathBuf>, Vec<Option<Kptfile>>) = scanned
-        .into_iter()
-        .map(|pkg| (pkg.path, Some(pkg.kptfile)))
-        .unzip();
-    let subpackages = paths
-        .iter()
-        .zip(&children)
-        .map(|(path, children)| {
-            let known = children
-                .iter()
-                .filter_map(|&child| {
-                    Some((paths.get(child)?.clone(), kptfiles.get_mut(child)?.take()?))
-                })
-                .collect();
-            (path.clone(), known)
-        })
-        .collect();
-    let runs = paths
-        .into_iter()
-        .zip(runs)
-        .filter_map(|(path, run)| Some((path, run?)))
-        .collect();
-    Precomputed {
-        runs,
-        subpackages,
-        root_output: None,
-    }
-}
-
-/// The runs the walk adopts, by package index, counting hits and runs in
-/// `stats`; `Err` with the keys of corrupt cache entries found on the way.
-/// A package whose parent has a run is adopted with it, and its output is
-/// already in the parent's: only the other hits' outputs are decoded.
-fn adoptable_runs(
-    slots: Vec<Slot>,
-    children: &[Vec<usize>],
-    stats: &mut OnceStats,
-) -> Result<Vec<Option<PackageRun>>, Vec<String>> {
-    let mut has_parent_run = vec![false; slots.len()];
-    for (parent, children) in children.iter().enumerate() {
-        let parent_ran = matches!(slots.get(parent), Some(Slot::Done(_)));
-        for &child in children {
-            if let Some(flag) = has_parent_run.get_mut(child) {
-                *flag = parent_ran;
-            }
-        }
-    }
-    let mut corrupt = Vec::new();
-    let mut runs = Vec::with_capacity(slots.len());
-    for (slot, parent_ran) in slots.into_iter().zip(has_parent_run) {
-        match slot {
-            Slot::Skipped => runs.push(None),
-            Slot::Corrupt(key) => corrupt.push(key),
-            Slot::Done(mut done) => {
-                if done.hit {
-                    stats.action_cache_hits += 1;
-                } else {
-                    stats.pipelines_run += 1;
-                }
-                if done.cached.is_some() && !parent_ran {
-                    match done.take_output() {
-                        Some(output) => done.run.output = Ok(output),
-                        None => corrupt.extend(done.key),
-                    }
-                }
-                runs.push(Some(done.run));
-            }
-        }
-    }
-    if corrupt.is_empty() {
-        Ok(runs)
-    } else {
-        Err(corrupt)
-    }
-}
-
-/// The scanned tree and its schedule.
-struct Tree<'a> {
-    scanned: &'a [Scanned],
-    children: &'a [Vec<usize>],
-    levels: &'a [Vec<usize>],
-}
-
-/// Where one package's run stands.
-enum Slot {
-    /// Not run: the walk runs (or reports) it.
-    Skipped,
-    /// Run, or answered from the cache.
-    Done(Box<Done>),
-    /// A subpackage's cached output did not decode (its key): the levels
-    /// run again without the cache.
-    Corrupt(String),
-}
-
-/// Runs every level, leaves first, the packages of a level in parallel,
-/// answering from `actions` (when `lookups`) and storing in it.
-fn run_tree(
-    context: &RenderContext,
-    tree: &Tree<'_>,
-    actions: Option<&ActionCache>,
-    lookups: bool,
-    jobs: Option<usize>,
-    progress: Option<&Progress>,
-) -> Vec<Slot> {
-    let slots: Vec<Mutex<Slot>> = tree
-        .scanned
-        .iter()
-        .map(|_| Mutex::new(Slot::Skipped))
-        .collect();
-    let done = AtomicUsize::new(0);
-    let total = tree.scanned.len();
-    in_pool(jobs, || {
-        for level in tree.levels {
-            level.par_iter().for_each(|&i| {
-                let (Some(pkg), Some(children), Some(slot)) =
-                    (tree.scanned.get(i), tree.children.get(i), slots.get(i))
-                else {
-                    return;
-                };
-                let run = run_one(context, actions, lookups, pkg, children, &slots);
-                if let Ok(mut slot) = slot.lock() {
-                    *slot = run;
-                }
-                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if let Some(progress) = progress {
-                    progress(finished, total);
-                }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|slot| slot.into_inner().unwrap_or(Slot::Skipped))
-        .collect()
-}
-
-/// One package's run: from the action cache when its key is there, else
-/// run with its subpackages' outputs moved into its input. Skipped when
-/// the walk would not get to run it (its files do not parse, or a
-/// subpackage failed).
-fn run_one(
-    context: &RenderContext,
-    actions: Option<&ActionCache>,
-    lookups: bool,
-    pkg: &Scanned,
-    children: &[usize],
-    slots: &[Mutex<Slot>],
-) -> Slot {
-    let _span = tracing::debug_span!("pipeline", package = %pkg.path.display()).entered();
-    if context.options.cancel.is_cancelled() {
-        return Slot::Skipped;
-    }
-    // Check every subpackage before taking any output: when one failed,
-    // the walk needs the others' outputs intact for save-on-failure.
-    let mut digests = Vec::with_capacity(children.len());
-    for &child in children {
-        let Some(Ok(slot)) = slots.get(child).map(Mutex::lock) else {
-            return Slot::Skipped;
-        };
-        match &*slot {
-            Slot::Done(done) if done.run.output.is_ok() => digests.extend(done.digest),
-            Slot::Corrupt(key) => return Slot::Corrupt(key.clone()),
-            _ => return Slot::Skipped,
-        }
-    }
-    // The root's output has no parent to key, and its entry (the whole
-    // tree) would serve only a render in which nothing changed, which the
-    // local manifest answers: it is neither looked up, encoded nor stored,
-    // unless a remote cache shares it with machines that have no manifest.
-    let is_root = pkg.path == context.root;
-    let actions = actions.filter(|actions| !is_root || actions.has_remote());
-    let key = actions
-        .filter(|_| digests.len() == children.len())
-        .and_then(|actions| {
-            let inputs = ActionInputs {
-                path: &pkg.path,
-                kptfile: &pkg.kptfile,
-                files: &pkg.files,
-                children: &digests,
-                bfs: false,
-            };
-            actions.key(&inputs, &context.options, context.save_on_failure)
-        });
-    if let (Some(actions), Some(key), true) = (actions, &key, lookups)
-        && let Some(cached) = actions.lookup(key)
-    {
-        return Slot::Done(Box::new(Done {
-            run: cached.run,
-            digest: Some(cached.output.digest),
-            hit: true,
-            cached: Some(cached.output),
-            key: Some(key.clone()),
-        }));
-    }
-    if let (Some(key), true) = (&key, lookups) {
-        tracing::debug!(target: "krender::actions", package = %pkg.path.display(), key, "not in the action cache");
-    }
-    let options = ReadOptions {
-        package_path: Some(pkg.path.display().to_string()),
-    };
-    let Ok(local) = parse_package_files(&pkg.files, &options) else {
-        return Slot::Skipped;
-    };
-    let local = local.resources;
-    let input_files = hydrate::input_file_names(&context.root, &pkg.path, &local);
-    // The subpackages' outputs, decoded in parallel: a parent whose
-    // subpackages were answered from the cache decodes their whole trees,
-    // and at the root that is the critical path of an incremental render.
-    let outputs: Vec<Result<Vec<Node>, Slot>> = children
-        .par_iter()
-        .map(|&child| {
-            let Some(Ok(mut slot)) = slots.get(child).map(Mutex::lock) else {
-                return Err(Slot::Skipped);
-            };
-            let Slot::Done(done) = &mut *slot else {
-                return Err(Slot::Skipped);
-            };
-            done.take_output()
-                .ok_or_else(|| Slot::Corrupt(done.key.clone().unwrap_or_default()))
-        })
-        .collect();
-    let mut input = local;
-    for output in outputs {
-        match output {
-            Ok(mut output) => input.append(&mut output),
-            Err(slot) => return slot,
-        }
-    }
-    let runtimes = Runtimes {
-        image: context.image.as_ref(),
-        exec: context.exec.as_ref(),
-        runs: None,
-    };
-    let display = crate::pkg::tree::display_path(&context.root, &pkg.path);
-    let run = hydrate::run_package(
-        hydrate::PackageJob {
-            root: &context.root,
-            pkg: &pkg.path,
-            kptfile: &pkg.kptfile,
-            input,
-            local_files: input_files,
-            display: &display,
-        },
-        context.save_on_failure,
-        &context.options,
-        runtimes,
-    );
-    let digest = actions.and_then(|actions| actions.record(key.as_deref(), &run));
-    Slot::Done(Box::new(Done {
-        run,
-        hit: false,
-        cached: None,
-        key,
-        digest,
-    }))
-}
-
-/// Each scanned package's position in `scanned`, by path.
-fn package_index(scanned: &[Scanned]) -> BTreeMap<&Path, usize> {
-    scanned
-        .iter()
-        .enumerate()
-        .map(|(i, pkg)| (pkg.path.as_path(), i))
-        .collect()
-}
-
-/// Each scanned package's subpackages, as indexes into `scanned`.
-fn child_indexes(scanned: &[Scanned], index: &BTreeMap<&Path, usize>) -> Vec<Vec<usize>> {
-    scanned
-        .iter()
-        .map(|pkg| {
-            pkg.children
-                .iter()
-                .filter_map(|child| index.get(child.as_path()).copied())
-                .collect()
-        })
-        .collect()
 }
 
 /// What a shard rendered (see [`super::shard`]).
@@ -630,114 +240,81 @@ pub enum ShardError {
     Unreadable(PathBuf),
 }
 
-/// Renders part `spec` of the tree at `context.root` into the action cache
-/// (and its remote): whole subtrees below the cut, nothing written in
-/// place. Depth-first, leaves first and no walk; breadth-first, the walk
-/// over the packages above the cut and this shard's subtrees only.
+/// Renders part `spec` of the tree at `context.root` into the store (and
+/// its remote): whole subtrees below the cut, nothing written in place.
+/// Depth-first, only this shard's subtrees run; breadth-first, a subtree's
+/// input is what the packages above the cut left of it, so the shard runs
+/// the whole walk (from the store where another shard got there first).
 pub fn render_shard(
     context: &RenderContext,
     jobs: Option<usize>,
     root_kptfile: &Kptfile,
     spec: super::shard::ShardSpec,
 ) -> Result<ShardReport, ShardError> {
+    if context.policy.is_none() || !context.store.remembers() {
+        return Err(ShardError::NoCache);
+    }
     let bfs = root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION);
-    let actions = context.actions.as_deref().ok_or(ShardError::NoCache)?;
-    let scanned = scan_tree(&context.root, root_kptfile, None)
-        .ok_or_else(|| ShardError::Unreadable(context.root.clone()))?;
-    let children = child_indexes(&scanned, &package_index(&scanned));
-    let names: Vec<String> = scanned.iter().map(|pkg| path_key(&pkg.path)).collect();
-    let plan = super::shard::plan(&children, &names, spec.count);
-    let mine = plan
+    let scan = super::scan::Scan::walk(&context.root, None);
+    let plan = super::plan::Plan::from_scan(&scan, root_kptfile.clone());
+    if plan.packages.iter().any(|pkg| !pkg.readable()) {
+        return Err(ShardError::Unreadable(context.root.clone()));
+    }
+    let children: Vec<Vec<usize>> = plan
+        .packages
+        .iter()
+        .map(|pkg| pkg.child_indexes().collect())
+        .collect();
+    let names: Vec<String> = plan.packages.iter().map(|pkg| pkg.rel.clone()).collect();
+    let cut = super::shard::plan(&children, &names, spec.count);
+    let mine = cut
         .subtrees
         .get(spec.index.saturating_sub(1))
         .cloned()
         .unwrap_or_default();
-    // Every package of this shard's subtrees, and their schedule.
-    let mut members = Vec::new();
+    // Every package of this shard's subtrees.
+    let mut members = HashSet::new();
     let mut stack = mine.clone();
     while let Some(package) = stack.pop() {
-        members.push(package);
+        members.insert(package);
         stack.extend(children.get(package).into_iter().flatten());
     }
     let mut report = ShardReport {
-        total: scanned.len(),
+        total: plan.packages.len(),
         packages: members.len(),
         subtrees: mine.len(),
-        above_cut: plan.above.len(),
+        above_cut: cut.above.len(),
         ..ShardReport::default()
     };
+    let mode = super::executor::ExecMode {
+        lookups: true,
+        pure_only: false,
+    };
     if bfs {
-        // Breadth-first, a subtree's input is what the packages above the
-        // cut left of it: the shard runs those too (from the cache when
-        // another shard got there first), then only its own subtrees.
-        let only: HashSet<PathBuf> = members
-            .iter()
-            .chain(&plan.above)
-            .filter_map(|&i| scanned.get(i).map(|pkg| pkg.path.clone()))
-            .collect();
-        let runs = BfsRuns {
-            actions,
-            options: &context.options,
-            save_on_failure: context.save_on_failure,
-            only: Some(&only),
-        };
-        let before = actions.stats();
-        let runtimes = Runtimes {
-            image: context.image.as_ref(),
-            exec: context.exec.as_ref(),
-            runs: Some(&runs),
-        };
-        let outcome = hydrate::hydrate_with(
-            &context.root,
-            root_kptfile.clone(),
-            &context.options,
-            runtimes,
-            &mut std::io::sink(),
-            Precomputed::default(),
-        );
-        actions.finish();
-        let after = actions.stats();
-        report.action_cache_hits = usize::try_from(after.hits - before.hits).unwrap_or(usize::MAX);
-        report.pipelines_run = usize::try_from(after.misses - before.misses).unwrap_or(usize::MAX);
+        let (outcome, ran) =
+            super::bfs::render_bfs(context, &plan, jobs, mode, None, &mut std::io::sink());
+        context.store.finish();
+        report.pipelines_run = ran.pipelines_run;
+        report.action_cache_hits = ran.hits;
         report.failed = usize::from(outcome.error.is_some());
         report.ran_above_cut = true;
         return Ok(report);
     }
-    let graph: BTreeMap<String, Vec<String>> = members
-        .iter()
-        .map(|&i| {
-            let below = children[i].iter().map(|&c| names[c].clone()).collect();
-            (names[i].clone(), below)
-        })
-        .collect();
-    let by_name: BTreeMap<&str, usize> = names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| (name.as_str(), i))
-        .collect();
-    let schedule: Vec<Vec<usize>> = levels(&graph)
-        .unwrap_or_default()
-        .iter()
-        .map(|level| {
-            level
-                .iter()
-                .filter_map(|name| by_name.get(name.as_str()).copied())
-                .collect()
-        })
-        .collect();
-    let tree = Tree {
-        scanned: &scanned,
-        children: &children,
-        levels: &schedule,
+    let options = super::executor::ExecOptions {
+        jobs,
+        progress: None,
+        mode,
+        only: Some(&members),
     };
-    let slots = run_tree(context, &tree, Some(actions), true, jobs, None);
-    actions.finish();
+    let execution = super::executor::execute(context, &context.store, &plan, &options);
+    context.store.finish();
     for &member in &members {
-        match slots.get(member) {
-            Some(Slot::Done(done)) if done.hit => report.action_cache_hits += 1,
-            Some(Slot::Done(done)) if done.run.output.is_ok() => report.pipelines_run += 1,
+        match execution.outcomes.get(member) {
+            Some(super::executor::Outcome::Done(done)) if done.hit => report.action_cache_hits += 1,
+            Some(super::executor::Outcome::Done(_)) => report.pipelines_run += 1,
             _ => report.failed += 1,
         }
     }
+    super::executor::free_in_background(execution);
     Ok(report)
 }

@@ -344,7 +344,10 @@ impl PackStore {
         let Some(writer) = self.writer.lock().ok().and_then(|mut guard| guard.take()) else {
             return Ok(());
         };
-        let file = writer.file.into_inner().map_err(|error| error.into_error())?;
+        let file = writer
+            .file
+            .into_inner()
+            .map_err(|error| error.into_error())?;
         file.sync_data().ok();
         let entries: Vec<(Key, Location)> = match self.own.lock() {
             Ok(own) => own
@@ -449,7 +452,11 @@ fn load_indexes(dir: &Path) -> Vec<IndexFile> {
 }
 
 fn load_indexes_from(files: &[PathBuf]) -> Vec<IndexFile> {
-    files.iter().rev().filter_map(|file| IndexFile::open(file)).collect()
+    files
+        .iter()
+        .rev()
+        .filter_map(|file| IndexFile::open(file))
+        .collect()
 }
 
 /// Every entry of the index files, newest winning.
@@ -515,8 +522,7 @@ pub(crate) fn prune(dir: &Path, cutoff: std::time::SystemTime) -> std::io::Resul
             .and_then(|meta| meta.modified())
             .is_ok_and(|modified| modified < cutoff)
     };
-    let named: std::collections::BTreeSet<&str> =
-        entries.values().map(|at| &*at.pack).collect();
+    let named: std::collections::BTreeSet<&str> = entries.values().map(|at| &*at.pack).collect();
     let mut removed_packs = std::collections::BTreeSet::new();
     for id in existing_packs(dir).into_keys() {
         let path = dir.join("packs").join(format!("{id}.pack"));
@@ -530,7 +536,10 @@ pub(crate) fn prune(dir: &Path, cutoff: std::time::SystemTime) -> std::io::Resul
         let Some(index) = IndexFile::open(&file) else {
             continue;
         };
-        let names_remaining = index.packs.iter().any(|pack| remaining.contains_key(&**pack));
+        let names_remaining = index
+            .packs
+            .iter()
+            .any(|pack| remaining.contains_key(&**pack));
         drop(index);
         if old(&file) && !names_remaining {
             std::fs::remove_file(&file)?;
@@ -635,7 +644,10 @@ mod tests {
         assert_eq!(index_files(dir.path()).len(), 1);
         let count = MERGE_AT as u64 + 3;
         let future = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
-        assert_eq!(prune(dir.path(), std::time::UNIX_EPOCH).unwrap(), (0, count));
+        assert_eq!(
+            prune(dir.path(), std::time::UNIX_EPOCH).unwrap(),
+            (0, count)
+        );
         assert_eq!(prune(dir.path(), future).unwrap(), (count, 0));
         assert!(
             PackStore::open(dir.path().to_path_buf())

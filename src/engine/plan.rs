@@ -73,8 +73,27 @@ pub enum Child {
     /// A package of the plan, by index.
     Package(usize),
     /// A subpackage whose Kptfile decodes but does not validate: the walk
-    /// stops there with this error.
-    Invalid(HydrateError),
+    /// stops there.
+    Invalid(InvalidChild),
+}
+
+/// A subpackage whose Kptfile does not validate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidChild {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// kpt's text.
+    pub text: String,
+    /// How it is reported.
+    pub report: Report,
+}
+
+impl InvalidChild {
+    /// The error a walk reports at it, under `outer` (the subpackage itself
+    /// depth-first, the root breadth-first).
+    pub fn error(&self, outer: &Path) -> HydrateError {
+        HydrateError::plain(outer, &self.text, self.report.clone())
+    }
 }
 
 impl PlannedPackage {
@@ -94,10 +113,11 @@ impl PlannedPackage {
     /// its subpackages' have finished.
     pub fn readable(&self) -> bool {
         self.files.is_ok()
-            && self
-                .children
-                .as_ref()
-                .is_ok_and(|children| children.iter().all(|child| matches!(child, Child::Package(_))))
+            && self.children.as_ref().is_ok_and(|children| {
+                children
+                    .iter()
+                    .all(|child| matches!(child, Child::Package(_)))
+            })
     }
 }
 
@@ -120,7 +140,7 @@ impl Plan {
             vec![(String::new(), Arc::new(root_kptfile), None)];
         let mut level = 0;
         while !depth.is_empty() {
-            let listed: Vec<Result<Vec<(String, Result<Kptfile, HydrateError>)>, HydrateError>> =
+            let listed: Vec<Result<Vec<(String, Result<Kptfile, InvalidChild>)>, HydrateError>> =
                 depth
                     .par_iter()
                     .map(|(rel, _, _)| list_children(scan, rel))
@@ -137,8 +157,8 @@ impl Plan {
                                 children.push(Child::Package(usize::MAX));
                                 next.push((child, Arc::new(kptfile), Some(index)));
                             }
-                            Err(error) => {
-                                children.push(Child::Invalid(error));
+                            Err(invalid) => {
+                                children.push(Child::Invalid(invalid));
                                 // The walk stops at it: later siblings are
                                 // never reached.
                                 break;
@@ -240,12 +260,11 @@ fn kptfile_exists(scan: &Scan, dir: &str) -> bool {
 fn list_children(
     scan: &Scan,
     rel: &str,
-) -> Result<Vec<(String, Result<Kptfile, HydrateError>)>, HydrateError> {
+) -> Result<Vec<(String, Result<Kptfile, InvalidChild>)>, HydrateError> {
     let dir = absolute(&scan.root, rel);
     let mut found = Vec::new();
-    subpackages(scan, rel, &mut found).map_err(|text| {
-        HydrateError::plain(&dir, &text, Report::Error(text.clone()))
-    })?;
+    subpackages(scan, rel, &mut found)
+        .map_err(|text| HydrateError::plain(&dir, &text, Report::Error(text.clone())))?;
     let mut children = Vec::with_capacity(found.len());
     for child in found {
         let child_dir = absolute(&scan.root, &child);
@@ -256,10 +275,11 @@ fn list_children(
             .map_err(|error| HydrateError::subpackage_kptfile(&dir, &child_dir, &error))?;
         let validated = match kptfile.validate(&child_dir) {
             Ok(()) => Ok(kptfile),
-            Err(error) => {
-                let text = error.to_string();
-                Err(HydrateError::plain(&child_dir, &text, Report::kptfile(&error)))
-            }
+            Err(error) => Err(InvalidChild {
+                text: error.to_string(),
+                report: Report::kptfile(&error),
+                dir: child_dir,
+            }),
         };
         children.push((child, validated));
     }
@@ -330,14 +350,14 @@ fn package_files(scan: &Scan, rel: &str, dir: &Path) -> Result<Vec<PlannedFile>,
                 message: message.clone(),
             })));
         }
-        Some(Ok(bytes)) => KrmIgnore::from_text(dir, &String::from_utf8_lossy(bytes)).map_err(
-            |message| {
+        Some(Ok(bytes)) => {
+            KrmIgnore::from_text(dir, &String::from_utf8_lossy(bytes)).map_err(|message| {
                 failed(ReadError::Ignore(KrmIgnoreError {
                     path: dir.join(".krmignore"),
                     message,
                 }))
-            },
-        )?,
+            })?
+        }
     };
     let mut listed = Vec::new();
     list_files(scan, rel, rel, &ignore, &mut listed).map_err(failed)?;
@@ -454,7 +474,10 @@ mod tests {
             &root,
             &[
                 ("Kptfile", &kptfile("root")),
-                ("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"),
+                (
+                    "cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+                ),
                 ("b/Kptfile", &kptfile("b")),
                 ("a/Kptfile", &kptfile("a")),
                 ("a/x/Kptfile", &kptfile("x")),
@@ -489,7 +512,12 @@ mod tests {
             &root,
             &[
                 ("Kptfile", &kptfile("root")),
-                ("a/Kptfile", "apiVersion: kpt.dev/v1alpha1\nkind: Kptfile\nmetadata:\n  name: a\n"),
+                // Decodes, but a function with neither image nor exec does
+                // not validate.
+                (
+                    "a/Kptfile",
+                    "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: a\npipeline:\n  mutators:\n    - configPath: x.yaml\n",
+                ),
                 ("b/Kptfile", &kptfile("b")),
                 ("c/Kptfile", "not: [valid\n"),
             ],

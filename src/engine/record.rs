@@ -63,7 +63,9 @@ impl Output {
 
 impl std::fmt::Debug for Output {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.get().iter().flat_map(|items| items.iter())).finish()
+        f.debug_list()
+            .entries(self.get().iter().flat_map(|items| items.iter()))
+            .finish()
     }
 }
 
@@ -172,7 +174,12 @@ impl RunRecord {
         // The items stay encoded until asked for; their count must at
         // least read.
         Reader(input.0).count()?;
-        let steps = |node: &Node| node.content.iter().map(step_from).collect::<Option<Vec<_>>>();
+        let steps = |node: &Node| {
+            node.content
+                .iter()
+                .map(step_from)
+                .collect::<Option<Vec<_>>>()
+        };
         Some(RunRecord {
             output: Output {
                 items: Arc::default(),

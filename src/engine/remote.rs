@@ -271,6 +271,21 @@ fn operator_for(url: &str) -> opendal::Result<opendal::Operator> {
             ],
         );
     }
+    // A directory shared by several processes (shards, CI jobs on one
+    // host): each value is written aside and renamed into place, so two
+    // writers of one key never interleave.
+    if let Some(root) = url.strip_prefix("file://") {
+        return opendal::Operator::via_iter(
+            "fs",
+            [
+                ("root".to_owned(), root.to_owned()),
+                (
+                    "atomic_write_dir".to_owned(),
+                    format!("{}/.tmp", root.trim_end_matches('/')),
+                ),
+            ],
+        );
+    }
     // gsutil's spelling of a bucket; OpenDAL's scheme is `gcs`.
     match url.strip_prefix("gs://") {
         Some(rest) => opendal::Operator::from_uri(format!("gcs://{rest}").as_str()),

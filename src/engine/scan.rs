@@ -171,7 +171,11 @@ impl Scan {
         }
         for relative in changes.deletes() {
             let (dir, name) = split(relative);
-            if let Some(Ok(entries)) = scan.dirs.get_mut(&dir).map(|listing| listing.entries.as_mut()) {
+            if let Some(Ok(entries)) = scan
+                .dirs
+                .get_mut(&dir)
+                .map(|listing| listing.entries.as_mut())
+            {
                 entries.retain(|entry| entry.name != name);
             }
         }
@@ -238,7 +242,8 @@ fn list(
         .into_par_iter()
         .map(|(name, is_dir)| {
             let file = (!is_dir).then(|| {
-                let bytes = read(&dir.join(&name)).map_err(|error| (error.kind(), error.to_string()));
+                let bytes =
+                    read(&dir.join(&name)).map_err(|error| (error.kind(), error.to_string()));
                 let digest = match &bytes {
                     Ok(bytes) => Digest::of(bytes),
                     Err(_) => Digest::default(),

@@ -464,7 +464,7 @@ impl RenderSession {
 }
 
 /// Runs `work` on a pool of `jobs` threads, or on rayon's global pool.
-pub(super) fn in_pool(jobs: Option<usize>, work: impl FnOnce() + Send) {
+pub(super) fn in_pool<T: Send>(jobs: Option<usize>, work: impl FnOnce() -> T + Send) -> T {
     match hydrate::worker_pool(jobs) {
         Some(pool) => pool.install(work),
         None => work(),

@@ -56,6 +56,9 @@ pub struct Store {
     blobs_written: AtomicU64,
     blob_bytes_written: AtomicU64,
     corrupt: AtomicU64,
+    /// A value read back was damaged: what is already here is checked
+    /// before a write is skipped for it.
+    distrust: std::sync::atomic::AtomicBool,
 }
 
 impl Store {
@@ -69,7 +72,14 @@ impl Store {
             blobs_written: AtomicU64::new(0),
             blob_bytes_written: AtomicU64::new(0),
             corrupt: AtomicU64::new(0),
+            distrust: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// From now on, a blob already here counts only if it reads back
+    /// whole: a render that found damage runs again and writes over it.
+    pub(crate) fn distrust(&self) {
+        self.distrust.store(true, Ordering::Relaxed);
     }
 
     /// A store in memory only: what a render without a cache keeps while it
@@ -132,7 +142,12 @@ impl Store {
     /// Whether the blob `digest` is here (locally), unchecked.
     pub(crate) fn has_blob(&self, digest: &Digest) -> bool {
         match (&self.memory, &self.local) {
-            (Some(memory), _) => memory.lock().is_ok_and(|memory| memory.contains_key(&digest.0)),
+            (Some(memory), _) => memory
+                .lock()
+                .is_ok_and(|memory| memory.contains_key(&digest.0)),
+            (None, Some(local)) if self.distrust.load(Ordering::Relaxed) => {
+                matches!(local.get(&digest.0), Ok(Some(_)))
+            }
             (None, Some(local)) => local.contains(&digest.0),
             (None, None) => false,
         }

@@ -297,10 +297,8 @@ fn commit_planned(
         written.planned = Some(changes);
     } else {
         stage_status(&root, &outcome, None, &mut changes);
-        commit::commit(&root, &changes, outcome.durability).map_err(|error| {
-            ApplyError::Write {
-                message: format!("failed to save resources: {error}"),
-            }
+        commit::commit(&root, &changes, outcome.durability).map_err(|error| ApplyError::Write {
+            message: format!("failed to save resources: {error}"),
         })?;
         written.record(&root, &changes);
         written.committed = Some(changes);

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::krm::resource::{self, clean_path};
+use crate::krm::resource;
 use crate::pkg::kptfile;
 use crate::runtime::function_filter::native_facts;
 use crate::yaml::binary::{decode_canonical, encode_canonical};
@@ -233,11 +233,6 @@ pub(crate) fn is_kustomization(node: &Node) -> bool {
     )
 }
 
-/// The path invariants' key of an item: package, clean path, index.
-pub(crate) fn path_key(meta: &ItemMeta) -> (&str, String, &str) {
-    (&meta.package, clean_path(&meta.path), &meta.index)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,7 +255,11 @@ mod tests {
         assert_eq!(item_here.meta.package, "team/app");
         assert_eq!(item_here.meta.sort_key, "v1 ConfigMap  cm");
         assert_eq!(item_here.meta.path, "cm.yaml");
-        assert!(item_here.meta.has(ItemFlags::KRM | ItemFlags::SETTLED | ItemFlags::RELOCATED));
+        assert!(
+            item_here
+                .meta
+                .has(ItemFlags::KRM | ItemFlags::SETTLED | ItemFlags::RELOCATED)
+        );
         // Read back under the other root, it is the other checkout's node.
         let decoded = decode_item(&blob, &there).unwrap();
         assert!(decoded.same_content(&resource("/home/b/checkout/team/app")));
@@ -283,7 +282,10 @@ mod tests {
             assert!(!item.meta.has(ItemFlags::RELOCATED));
             let other = RootPath::new(Path::new("/x"));
             let decoded = decode_item(&blob, &other).unwrap();
-            assert_eq!(resource::annotation(&decoded, resource::PACKAGE_PATH), Some(outside));
+            assert_eq!(
+                resource::annotation(&decoded, resource::PACKAGE_PATH),
+                Some(outside)
+            );
         }
     }
 

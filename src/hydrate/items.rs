@@ -60,7 +60,10 @@ pub(crate) trait ItemSource: Sync {
         config: &std::collections::BTreeMap<String, String>,
     ) -> Option<Arc<ItemStep>> {
         let node = (!config.is_empty()).then(|| bridge::config_map_node(config));
-        ItemStep::new(builtin, node.as_ref()).ok().flatten().map(Arc::new)
+        ItemStep::new(builtin, node.as_ref())
+            .ok()
+            .flatten()
+            .map(Arc::new)
     }
     /// The pass of a group through a chain, by [`chain_key`].
     fn chained(&self, key: &Digest) -> Option<Vec<Chained>>;
@@ -74,8 +77,6 @@ pub(crate) trait ItemSource: Sync {
 
 /// One package's run over items.
 pub(crate) struct ItemJob<'a> {
-    /// The render root.
-    pub(crate) root: &'a Path,
     /// The root as package paths spell it.
     pub(crate) root_path: &'a RootPath,
     /// The package.
@@ -128,7 +129,8 @@ pub(crate) fn run_items(
     runtimes: Runtimes<'_>,
     source: &dyn ItemSource,
 ) -> Option<ItemRun> {
-    if options.native == NativeMode::Off || options.trace.is_some() || options.cancel.is_cancelled() {
+    if options.native == NativeMode::Off || options.trace.is_some() || options.cancel.is_cancelled()
+    {
         return None;
     }
     let pipeline = &job.kptfile.pipeline;
@@ -152,9 +154,13 @@ pub(crate) fn run_items(
         });
     }
     if !job.input.iter().all(|item| item.meta.has(SETTLED)) || !paths_hold(job.input) {
+        tracing::debug!(package = %job.pkg.display(), "over nodes: an input resource is not settled");
         return None;
     }
-    let steps = prepare(pipeline, options, runtimes, source)?;
+    let Some(steps) = prepare(pipeline, options, runtimes, source) else {
+        tracing::debug!(package = %job.pkg.display(), "over nodes: a step does not decompose");
+        return None;
+    };
     let chain = describe(&steps);
     let started = Instant::now();
     // Each package's resources in the input, in order.
@@ -181,7 +187,10 @@ pub(crate) fn run_items(
             let key = source.chain_key(&chain, &digest);
             let found = source.chained(&key).filter(|chained| {
                 chained.len() == distinct.len()
-                    && chained.iter().zip(&distinct).all(|(one, item)| one.input == item.digest)
+                    && chained
+                        .iter()
+                        .zip(&distinct)
+                        .all(|(one, item)| one.input == item.digest)
             });
             if let Some(chained) = found {
                 return Some((chained, false));
@@ -212,9 +221,10 @@ pub(crate) fn run_items(
         }
     }
     let chained: Vec<Chained> = chained.into_iter().collect::<Option<_>>()?;
-    if chained.iter().any(|one| {
-        one.partials.iter().any(|p| p.whole_list) || !one.output.meta.has(SETTLED)
-    }) {
+    if chained
+        .iter()
+        .any(|one| one.partials.iter().any(|p| p.whole_list) || !one.output.meta.has(SETTLED))
+    {
         return None;
     }
     let output_ok: Vec<&Item> = chained.iter().map(|one| &one.output).collect();
@@ -357,7 +367,12 @@ fn describe(steps: &[Step<'_>]) -> String {
 }
 
 /// One resource through the chain; `None` when its node cannot be had.
-fn pass(item: &Item, steps: &[Step<'_>], root: &RootPath, source: &dyn ItemSource) -> Option<Chained> {
+fn pass(
+    item: &Item,
+    steps: &[Step<'_>],
+    root: &RootPath,
+    source: &dyn ItemSource,
+) -> Option<Chained> {
     let mut node = source.node(item)?.into_root();
     let mut partials = Vec::with_capacity(steps.len());
     let mut keys = Vec::with_capacity(steps.len());
@@ -402,6 +417,10 @@ fn paths_hold_refs(items: &[&Item]) -> bool {
     items.iter().all(|item| {
         let cleaned = clean_path(&item.meta.path);
         !(cleaned == ".." || cleaned.starts_with("../"))
-            && seen.insert((item.meta.package.as_str(), cleaned, item.meta.index.as_str()))
+            && seen.insert((
+                item.meta.package.as_str(),
+                cleaned,
+                item.meta.index.as_str(),
+            ))
     })
 }

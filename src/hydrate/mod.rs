@@ -380,9 +380,12 @@ pub struct PackageJob<'a> {
     pub local_files: Vec<String>,
     /// The package's name as the log prints it.
     pub display: &'a str,
+    /// The package failures are reported under (the package itself
+    /// depth-first, the root breadth-first).
+    pub outer: &'a Path,
 }
 
-/// Runs one package's pipeline, as the DFS walk would at `job.pkg`.
+/// Runs one package's pipeline, as kpt's walks would at `job.pkg`.
 pub fn run_package(
     job: PackageJob<'_>,
     save_on_failure: bool,
@@ -401,7 +404,7 @@ pub fn run_package(
         job.kptfile,
         job.input,
         job.local_files,
-        job.pkg,
+        job.outer,
         Some(job.display),
     )
 }

@@ -1290,6 +1290,7 @@ pub fn render_in_place(dir: &Path, options: &crate::hydrate::RenderOptions) -> R
         policy: None,
         build: String::new(),
         store: std::sync::Arc::new(crate::engine::store::Store::in_memory()),
+        remember_impure: false,
         runs: Default::default(),
     };
     let mut log = Vec::new();

@@ -168,17 +168,26 @@ pub fn parse_package_files(
 ) -> Result<PackageRead, ReadError> {
     let mut read = PackageRead::default();
     for file in files {
-        let text = decode_text(&file.bytes).map_err(|reason| ReadError::InvalidUtf8 {
-            path: file.absolute.clone(),
-            reason,
-        })?;
-        let resources = parse_file(&file.relative, &file.absolute, &text, options)?;
+        let resources = parse_package_file(file, options)?;
         if !resources.is_empty() {
             read.files.push(file.relative.clone());
             read.resources.extend(resources);
         }
     }
     Ok(read)
+}
+
+/// The resources of one package file, annotated as the reader annotates
+/// them.
+pub fn parse_package_file(
+    file: &PackageFile,
+    options: &ReadOptions,
+) -> Result<Vec<Node>, ReadError> {
+    let text = decode_text(&file.bytes).map_err(|reason| ReadError::InvalidUtf8 {
+        path: file.absolute.clone(),
+        reason,
+    })?;
+    parse_file(&file.relative, &file.absolute, &text, options)
 }
 
 /// Lists package files under `current` as (relative `/` path, absolute path),

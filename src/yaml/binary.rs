@@ -78,7 +78,8 @@ pub(crate) fn decode_canonical(bytes: &[u8]) -> Option<Node> {
         positions: false,
     };
     let (root, children) = input.node()?;
-    let mut stack: Vec<(Node, ThinVec<Node>, usize)> = vec![(root, ThinVec::with_capacity(children), children)];
+    let mut stack: Vec<(Node, ThinVec<Node>, usize)> =
+        vec![(root, ThinVec::with_capacity(children), children)];
     loop {
         let (_, list, expected) = stack.last_mut()?;
         if list.len() == *expected {
@@ -318,7 +319,10 @@ mod tests {
         // Truncated or extended forms are rejected.
         let bytes = canonical(first);
         for len in 0..bytes.len() {
-            assert!(decode_canonical(&bytes[..len]).is_none(), "truncated to {len}");
+            assert!(
+                decode_canonical(&bytes[..len]).is_none(),
+                "truncated to {len}"
+            );
         }
         let mut longer = bytes.clone();
         longer.push(0);

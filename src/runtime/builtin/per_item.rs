@@ -50,11 +50,16 @@ impl ItemStep {
     /// The decomposed form of `builtin` under `config` (as the step passes
     /// it: the config is read as the function would read it from the
     /// wire), when it has one.
-    pub(crate) fn new(builtin: Builtin, config: Option<&Node>) -> Result<Option<ItemStep>, EvalError> {
+    pub(crate) fn new(
+        builtin: Builtin,
+        config: Option<&Node>,
+    ) -> Result<Option<ItemStep>, EvalError> {
         let config = builtin.wire_config(config)?;
         let config = config.as_ref();
         Ok(match builtin {
-            Builtin::SetNamespace => set_namespace::PerItem::new(config).map(ItemStep::SetNamespace),
+            Builtin::SetNamespace => {
+                set_namespace::PerItem::new(config).map(ItemStep::SetNamespace)
+            }
             Builtin::SetLabels => set_labels::PerItem::new(config).map(ItemStep::SetLabels),
             _ => None,
         })
