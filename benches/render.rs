@@ -275,6 +275,11 @@ fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, Str
         image: Arc::from(image_evaluator(&ChainOptions::default())),
         exec: Arc::new(krender::runtime::exec::ExecEvaluator::default()),
         actions: None,
+        policy: None,
+        build: String::new(),
+        store: Arc::new(krender::engine::store::Store::in_memory()),
+        remember_impure: false,
+        runs: Default::default(),
     };
     // `RUST_LOG=krender=info` times the session's phases, as the CLI does.
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG") {
@@ -408,6 +413,9 @@ struct InPlaceRow {
     cold: Duration,
     cold_rss: f64,
     cold_stdout: Duration,
+    next: Duration,
+    next_rss: f64,
+    next_runs: u64,
     remote_hit: Duration,
     remote_runs: u64,
     no_change: Duration,
@@ -415,6 +423,7 @@ struct InPlaceRow {
     check_no_manifest: Duration,
     leaf: Duration,
     leaf_runs: u64,
+    leaf_rss: f64,
     root: Duration,
     root_runs: u64,
 }
@@ -444,6 +453,9 @@ fn pipelines_run(stats: &Path) -> u64 {
 /// Copies the tree `from` to `to` (replacing it).
 fn copy_tree(from: &Path, to: &Path) {
     let _ = std::fs::remove_dir_all(to);
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
     let status = Command::new("cp")
         .arg("-a")
         .arg(from)
@@ -523,7 +535,14 @@ fn in_place(work: &Path, generated: &Path, packages: usize) -> InPlaceRow {
     );
     check_builtins(&stdout, packages);
     let (cold, _, _, cold_rss) = time_median(krender_in_place(&tree, &cache, &stats, &[]), fresh);
-    // A second machine: the same checkout path, an empty local cache, a
+    // The render right after a cold one: its input is what the cold render
+    // wrote.
+    let (next, _, _, next_rss) = time_median(krender_in_place(&tree, &cache, &stats, &[]), |run| {
+        fresh(run);
+        time_render_rss(&mut krender_in_place(&tree, &cache, &stats, &[]));
+    });
+    let next_runs = pipelines_run(&stats);
+    // A second machine: another checkout path, an empty local cache, a
     // remote cache (a shared directory) the first machine filled.
     let remote = work.join("remote");
     let remote_url = format!("file://{}", remote.display());
@@ -532,13 +551,18 @@ fn in_place(work: &Path, generated: &Path, packages: usize) -> InPlaceRow {
     fresh(0);
     time_render_rss(&mut krender_in_place(&tree, &cache, &stats, &remote_flags));
     let first_machine = snapshot_tree(&tree);
+    let elsewhere = work.join("elsewhere").join("tree");
+    let other_cache = work.join("elsewhere").join("cache");
     let (remote_hit, _, _, _) = time_median(
-        krender_in_place(&tree, &cache, &stats, &remote_flags),
-        fresh,
+        krender_in_place(&elsewhere, &other_cache, &stats, &remote_flags),
+        |_| {
+            copy_tree(generated, &elsewhere);
+            let _ = std::fs::remove_dir_all(&other_cache);
+        },
     );
     let remote_runs = pipelines_run(&stats);
     assert!(
-        snapshot_tree(&tree) == first_machine,
+        snapshot_tree(&elsewhere) == first_machine,
         "second machine: differs from the first"
     );
     // The floor of the rendered tree, in the same run.
@@ -558,7 +582,7 @@ fn in_place(work: &Path, generated: &Path, packages: usize) -> InPlaceRow {
             let _ = std::fs::remove_dir_all(cache.join("manifests"));
         },
     );
-    let (leaf, _, _, _) = time_median(krender_in_place(&tree, &cache, &stats, &[]), |run| {
+    let (leaf, _, _, leaf_rss) = time_median(krender_in_place(&tree, &cache, &stats, &[]), |run| {
         edit_leaf(&tree, packages, 30 + run);
     });
     let leaf_runs = pipelines_run(&stats);
@@ -582,6 +606,9 @@ fn in_place(work: &Path, generated: &Path, packages: usize) -> InPlaceRow {
         cold,
         cold_rss,
         cold_stdout,
+        next,
+        next_rss,
+        next_runs,
         remote_hit,
         remote_runs,
         no_change,
@@ -589,6 +616,7 @@ fn in_place(work: &Path, generated: &Path, packages: usize) -> InPlaceRow {
         check_no_manifest,
         leaf,
         leaf_runs,
+        leaf_rss,
         root,
         root_runs,
     }
@@ -601,15 +629,15 @@ fn print_in_place(rows: &[InPlaceRow]) {
     );
     println!();
     println!(
-        "| packages | files | floor | cold | cold / floor | cold -o stdout | in place / stdout | peak RSS cold | 2nd machine, remote | / floor | pipelines run | no change | / floor | --check, rendered | / no change | --check, no manifest | / no change | leaf edit | / floor | pipelines run | root edit | / floor | pipelines run |"
+        "| packages | files | floor | cold | cold / floor | cold -o stdout | in place / stdout | peak RSS cold | next render | / floor | pipelines run | peak RSS | 2nd machine (other path), remote | / floor | pipelines run | no change | / floor | --check, rendered | / no change | --check, no manifest | / no change | leaf edit | / floor | pipelines run | peak RSS | root edit | / floor | pipelines run |"
     );
     println!(
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for row in rows {
         let ratio = |time: Duration| time.as_secs_f64() / row.floor.as_secs_f64();
         println!(
-            "| {} | {} | {} | {} | {:.1}× | {} | {:.2}× | {:.0} MB | {} | {:.1}× | {} of {} | {} | {:.1}× | {} | {:.2}× | {} | {:.2}× | {} | {:.1}× | {} of {} | {} | {:.1}× | {} of {} |",
+            "| {} | {} | {} | {} | {:.1}× | {} | {:.2}× | {:.0} MB | {} | {:.1}× | {} of {} | {:.0} MB | {} | {:.1}× | {} of {} | {} | {:.1}× | {} | {:.2}× | {} | {:.2}× | {} | {:.1}× | {} of {} | {:.0} MB | {} | {:.1}× | {} of {} |",
             row.packages,
             row.files,
             ms(row.floor),
@@ -618,6 +646,11 @@ fn print_in_place(rows: &[InPlaceRow]) {
             ms(row.cold_stdout),
             row.cold.as_secs_f64() / row.cold_stdout.as_secs_f64(),
             row.cold_rss,
+            ms(row.next),
+            ratio(row.next),
+            row.next_runs,
+            row.packages,
+            row.next_rss,
             ms(row.remote_hit),
             ratio(row.remote_hit),
             row.remote_runs,
@@ -632,6 +665,7 @@ fn print_in_place(rows: &[InPlaceRow]) {
             ratio(row.leaf),
             row.leaf_runs,
             row.packages,
+            row.leaf_rss,
             ms(row.root),
             ratio(row.root),
             row.root_runs,
