@@ -112,7 +112,13 @@ pub(crate) fn planned_changes(
             }
         })
         .collect();
-    // The rest are written from their resources.
+    // The rest are written from their resources (fetched together first
+    // when they are only on the remote).
+    let needed: Vec<Digest> = stale
+        .iter()
+        .flat_map(|(_, items, _)| items.iter().map(|item| item.digest))
+        .collect();
+    store.prefetch(&needed);
     let written: Vec<Option<(String, String, Digest)>> = stale
         .par_iter()
         .map(|(file, items, key)| {

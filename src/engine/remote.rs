@@ -91,6 +91,12 @@ pub struct RemoteCache {
     url: String,
     mode: RemoteMode,
     operator: opendal::blocking::Operator,
+    /// A `file://` remote's directory, read and written directly: a
+    /// shared directory answers in microseconds, and the async client's
+    /// hand-offs cost more than that for every one of a tree's blobs.
+    dir: Option<std::path::PathBuf>,
+    /// Names this process's staged writes apart.
+    staged: AtomicU64,
     /// Runs the store's async client; kept for the operator's life.
     _runtime: tokio::runtime::Runtime,
     failures_in_a_row: AtomicU32,
@@ -138,10 +144,13 @@ impl RemoteCache {
             let _inside = runtime.enter();
             opendal::blocking::Operator::new(operator).map_err(|e| error(e.to_string()))?
         };
+        let dir = url.strip_prefix("file://").map(std::path::PathBuf::from);
         Ok(RemoteCache {
             url: shown,
             mode,
             operator: blocking,
+            dir,
+            staged: AtomicU64::new(0),
             _runtime: runtime,
             failures_in_a_row: AtomicU32::new(0),
             open: AtomicBool::new(true),
@@ -167,10 +176,10 @@ impl RemoteCache {
             return None;
         }
         let path = format!("{}{key}", table.prefix());
-        match self.operator.read(&path) {
-            Ok(buffer) => {
+        match self.read(&path) {
+            Ok(Some(buffer)) => {
                 self.succeeded();
-                match unframe(&buffer.to_vec()) {
+                match unframe(&buffer) {
                     Some(value) => {
                         self.hits.fetch_add(1, Ordering::Relaxed);
                         self.bytes_fetched
@@ -184,16 +193,64 @@ impl RemoteCache {
                     }
                 }
             }
-            Err(error) if error.kind() == opendal::ErrorKind::NotFound => {
+            Ok(None) => {
                 self.succeeded();
                 self.misses.fetch_add(1, Ordering::Relaxed);
                 None
             }
             Err(error) => {
-                self.failed(&error.to_string());
+                self.failed(&error);
                 None
             }
         }
+    }
+
+    /// The bytes at `path`; `None` when there are none.
+    fn read(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
+        if let Some(dir) = &self.dir {
+            return match std::fs::read(dir.join(path)) {
+                Ok(bytes) => Ok(Some(bytes)),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(error) => Err(error.to_string()),
+            };
+        }
+        match self.operator.read(path) {
+            Ok(buffer) => Ok(Some(buffer.to_vec())),
+            Err(error) if error.kind() == opendal::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    /// Writes `bytes` at `path`. In a directory, the file is staged aside
+    /// and renamed into place, so concurrent writers of one key (shards, CI
+    /// jobs on one host) never interleave and a reader never sees half.
+    fn write(&self, path: &str, bytes: Vec<u8>) -> Result<(), String> {
+        let Some(dir) = &self.dir else {
+            return self
+                .operator
+                .write(path, bytes)
+                .map(|_| ())
+                .map_err(|error| error.to_string());
+        };
+        let target = dir.join(path);
+        let staging = dir.join(".tmp");
+        let staged = staging.join(format!(
+            "{}-{}",
+            std::process::id(),
+            self.staged.fetch_add(1, Ordering::Relaxed)
+        ));
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(&staging)?;
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(&staged, &bytes)?;
+            std::fs::rename(&staged, &target)
+        };
+        write().map_err(|error| {
+            let _ = std::fs::remove_file(&staged);
+            error.to_string()
+        })
     }
 
     /// Pushes `value` under `key` (in read-write mode; a failure only costs
@@ -206,13 +263,13 @@ impl RemoteCache {
         let path = format!("{}{key}", table.prefix());
         let framed = frame(value);
         let len = framed.len() as u64;
-        match self.operator.write(&path, framed) {
-            Ok(_) => {
+        match self.write(&path, framed) {
+            Ok(()) => {
                 self.succeeded();
                 self.pushes.fetch_add(1, Ordering::Relaxed);
                 self.bytes_pushed.fetch_add(len, Ordering::Relaxed);
             }
-            Err(error) => self.failed(&error.to_string()),
+            Err(error) => self.failed(&error),
         }
     }
 
@@ -268,21 +325,6 @@ fn operator_for(url: &str) -> opendal::Result<opendal::Operator> {
             [
                 ("endpoint".to_owned(), url.trim_end_matches('/').to_owned()),
                 ("disable_create_dir".to_owned(), "true".to_owned()),
-            ],
-        );
-    }
-    // A directory shared by several processes (shards, CI jobs on one
-    // host): each value is written aside and renamed into place, so two
-    // writers of one key never interleave.
-    if let Some(root) = url.strip_prefix("file://") {
-        return opendal::Operator::via_iter(
-            "fs",
-            [
-                ("root".to_owned(), root.to_owned()),
-                (
-                    "atomic_write_dir".to_owned(),
-                    format!("{}/.tmp", root.trim_end_matches('/')),
-                ),
             ],
         );
     }

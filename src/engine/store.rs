@@ -139,6 +139,35 @@ impl Store {
         Some(bytes)
     }
 
+    /// Brings the blobs of `digests` that are only on the remote here, many
+    /// at a time: a remote answers each request after a round trip, so a
+    /// second machine writing a whole tree waits on them together rather
+    /// than one after another.
+    pub(crate) fn prefetch(&self, digests: &[Digest]) {
+        const IN_FLIGHT: usize = 16;
+        if self.remote.is_none() || self.local.is_none() {
+            return;
+        }
+        let missing: Vec<&Digest> = digests
+            .iter()
+            .filter(|digest| !self.has_blob(digest))
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let _span = tracing::info_span!("prefetch", blobs = missing.len()).entered();
+        let chunk = missing.len().div_ceil(IN_FLIGHT);
+        std::thread::scope(|scope| {
+            for part in missing.chunks(chunk) {
+                scope.spawn(move || {
+                    for digest in part {
+                        let _ = self.blob(digest);
+                    }
+                });
+            }
+        });
+    }
+
     /// Whether the blob `digest` is here (locally), unchecked.
     pub(crate) fn has_blob(&self, digest: &Digest) -> bool {
         match (&self.memory, &self.local) {
