@@ -52,18 +52,14 @@ fn next_watch_line(lines: &mpsc::Receiver<String>) -> String {
     }
 }
 
-#[test]
-fn watch_rebuilds_what_changed_and_stops_on_sigint() {
-    let temp = tempfile::tempdir().unwrap();
-    let root = temp.path().join("root");
-    let results = temp.path().join("results");
-    write(&root);
-    let mut command = crate::support::krender_command();
-    let mut child = command
+/// `krender watch ROOT EXTRA` (debounced 100 ms), with its stderr lines
+/// on a channel.
+fn watch(root: &Path, extra: &[&str]) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = crate::support::krender_command()
         .arg("watch")
-        .arg(&root)
-        .args(["--no-cache", "--debounce-ms", "100", "--results-dir"])
-        .arg(&results)
+        .arg(root)
+        .args(["--debounce-ms", "100"])
+        .args(extra)
         .env("KRENDER_CONFIG", root.join("no-render.toml"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -76,6 +72,19 @@ fn watch_rebuilds_what_changed_and_stops_on_sigint() {
             let _ = sender.send(line);
         }
     });
+    (child, lines)
+}
+
+#[test]
+fn watch_rebuilds_what_changed_and_stops_on_sigint() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("root");
+    let results = temp.path().join("results");
+    write(&root);
+    let (mut child, lines) = watch(
+        &root,
+        &["--no-cache", "--results-dir", results.to_str().unwrap()],
+    );
 
     let first = next_watch_line(&lines);
     assert!(first.contains("3 of 3 package(s) re-run"), "{first}");
@@ -148,23 +157,7 @@ fn watch_starts_warm_and_stops_at_an_unchanged_output() {
             .unwrap();
         assert_eq!(output.status.code(), Some(0));
     }
-    let mut child = crate::support::krender_command()
-        .arg("watch")
-        .arg(&root)
-        .args(["--debounce-ms", "100", "--cache-dir"])
-        .arg(&cache)
-        .env("KRENDER_CONFIG", root.join("no-render.toml"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (sender, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = sender.send(line);
-        }
-    });
+    let (mut child, lines) = watch(&root, &["--cache-dir", cache.to_str().unwrap()]);
     let first = next_watch_line(&lines);
     assert!(first.contains("0 of 3 package(s) re-run"), "{first}");
 

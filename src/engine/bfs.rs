@@ -28,7 +28,7 @@ use super::executor::{
     run_input,
 };
 use super::plan::{Child, Plan};
-use super::record::{FORMAT_VERSION, KeyHasher, replace_marker};
+use super::record::{KeyHasher, replace_marker};
 use super::session::in_pool;
 use crate::hydrate::item::{Digest, Item, ItemFlags};
 use crate::hydrate::results::{FnResult, StepRecord};
@@ -398,10 +398,7 @@ fn scope(lists: &[Vec<Item>], children: &[Vec<usize>], index: usize) -> Vec<Item
 /// `None` when one of its functions is not known to be pure.
 fn bfs_key(context: &RenderContext, plan: &Plan, index: usize, input: &[Item]) -> Option<Digest> {
     let pkg = &plan.packages[index];
-    let mut key = KeyHasher::default();
-    key.number(FORMAT_VERSION);
-    key.text(&context.build);
-    key.text("bfs");
+    let mut key = KeyHasher::of(&context.build, "bfs");
     // Breadth-first runs are remembered only when they can be stored.
     if !super::executor::key_pipeline(&mut key, context, plan, pkg)? {
         return None;

@@ -22,9 +22,7 @@ use rayon::prelude::*;
 
 use super::db::RenderContext;
 use super::plan::{Plan, PlannedPackage};
-use super::record::{
-    FORMAT_VERSION, KeyHasher, ROOT_MARKER, Reader, RunRecord, Writer, read_items, write_items,
-};
+use super::record::{KeyHasher, ROOT_MARKER, Reader, RunRecord, Writer, read_items, write_items};
 use super::session::{Progress, in_pool};
 use super::store::Store;
 use crate::hydrate::item::{Digest, Item, RootPath, decode_item, item_of};
@@ -417,10 +415,7 @@ pub(crate) fn own_items(
 
 /// The key of a package file's items: the file, by its path and bytes.
 fn parse_key(source: &Source<'_>, package: &str, file: &str, digest: &Digest) -> Digest {
-    let mut key = KeyHasher::default();
-    key.number(FORMAT_VERSION);
-    key.text(source.build);
-    key.text("parse");
+    let mut key = KeyHasher::of(source.build, "parse");
     key.text(package);
     key.text(file);
     key.digest(digest);
@@ -724,10 +719,7 @@ impl ItemSource for Source<'_> {
     }
 
     fn chain_key(&self, chain: &str, group: &Digest) -> Digest {
-        let mut key = KeyHasher::default();
-        key.number(FORMAT_VERSION);
-        key.text(self.build);
-        key.text("chain");
+        let mut key = KeyHasher::of(self.build, "chain");
         key.text(chain);
         key.digest(group);
         key.finish()
@@ -922,10 +914,7 @@ fn package_key(
     pkg: &PlannedPackage,
     children: &[Digest],
 ) -> Option<(Digest, bool)> {
-    let mut key = KeyHasher::default();
-    key.number(FORMAT_VERSION);
-    key.text(&context.build);
-    key.text("dfs");
+    let mut key = KeyHasher::of(&context.build, "dfs");
     let stored = key_pipeline(&mut key, context, plan, pkg)?;
     let files = pkg.files.as_ref().ok()?;
     key.number(files.len() as u64);

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rayon::prelude::*;
 
 use super::plan::Plan;
-use super::record::{FORMAT_VERSION, KeyHasher};
+use super::record::KeyHasher;
 use super::store::Store;
 use crate::hydrate::item::{Digest, Item, ItemFlags};
 use crate::krm::resource::clean_path;
@@ -84,10 +84,7 @@ pub(crate) fn planned_changes(
     }
     let disk = files_on_disk(plan);
     let key_of = |file: &str, items: &[&Item]| {
-        let mut key = KeyHasher::default();
-        key.number(FORMAT_VERSION);
-        key.text(build);
-        key.text("file");
+        let mut key = KeyHasher::of(build, "file");
         key.flags(&[attribution]);
         key.text(file);
         key.number(items.len() as u64);

@@ -140,6 +140,16 @@ pub fn record_left_tree(
     committed: &crate::pkg::commit::Changes,
 ) {
     let _span = tracing::info_span!("record_left_tree").entered();
+    // A render that left every file as it found it was the render of this
+    // tree: its runs are stored already.
+    let changed = !committed.deletes().is_empty()
+        || committed
+            .writes()
+            .iter()
+            .any(|(path, bytes)| scan.bytes(path).is_none_or(|old| **old != **bytes));
+    if !changed {
+        return;
+    }
     let Some(after) = scan.with_changes(committed) else {
         return;
     };

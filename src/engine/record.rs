@@ -326,6 +326,16 @@ impl<'a> Reader<'a> {
 pub(crate) struct KeyHasher(blake3::Hasher);
 
 impl KeyHasher {
+    /// A key of `kind` (`"dfs"`, `"parse"`, …) for the krender `build`, in
+    /// this format.
+    pub(crate) fn of(build: &str, kind: &str) -> KeyHasher {
+        let mut key = KeyHasher::default();
+        key.number(FORMAT_VERSION);
+        key.text(build);
+        key.text(kind);
+        key
+    }
+
     pub(crate) fn number(&mut self, value: u64) {
         self.0.update(&value.to_le_bytes());
     }
