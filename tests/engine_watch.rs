@@ -177,6 +177,52 @@ fn watch_starts_warm_and_stops_at_an_unchanged_output() {
     assert_eq!(child.wait().unwrap().code(), Some(130));
 }
 
+/// Watch agrees with `fn render`: after an edit, the files a rebuild
+/// leaves (the Kptfiles' `status` included) are what a one-shot render of
+/// the same edited tree writes; a rebuild does not take its own earlier
+/// writes for the original input.
+#[test]
+fn a_rebuild_leaves_what_a_render_leaves() {
+    let temp = tempfile::tempdir().unwrap();
+    let watched = temp.path().join("watched/root");
+    let rendered = temp.path().join("rendered/root");
+    write(&watched);
+    write(&rendered);
+    let (mut child, lines) = watch(&watched, &["--no-cache"]);
+    let first = next_watch_line(&lines);
+    assert!(first.contains("3 of 3 package(s) re-run"), "{first}");
+    let render = |root: &Path| {
+        let output = crate::support::krender_command()
+            .args(["fn", "render", "--no-cache"])
+            .arg(root)
+            .env("KRENDER_CONFIG", root.join("no-render.toml"))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0));
+    };
+    render(&rendered);
+    assert_eq!(
+        crate::support::snapshot(&watched),
+        crate::support::snapshot(&rendered)
+    );
+    for root in [&watched, &rendered] {
+        let cm = root.join("b/cm.yaml");
+        let text = std::fs::read_to_string(&cm).unwrap();
+        std::fs::write(&cm, text.replace("value: one", "value: two")).unwrap();
+    }
+    let rebuilt = next_watch_line(&lines);
+    assert!(rebuilt.contains("2 of 3 package(s) re-run"), "{rebuilt}");
+    render(&rendered);
+    // SAFETY: kill(2) on our own child's pid.
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(
+        crate::support::snapshot(&watched),
+        crate::support::snapshot(&rendered)
+    );
+}
+
 /// A layered document set (no Kptfile): the documents are printed after
 /// each rebuild, and an edit recomputes only what depends on it.
 #[test]
