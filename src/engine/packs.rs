@@ -34,7 +34,19 @@ use std::sync::{Arc, Mutex};
 const MERGE_AT: usize = 16;
 
 /// The first bytes of an index file.
-const INDEX_MAGIC: &[u8; 4] = b"KRX2";
+// KRX3: entries start with a byte saying how they are stored (packs of
+// KRX2 indexes held entries as they were).
+const INDEX_MAGIC: &[u8; 4] = b"KRX3";
+
+/// An entry stored as given.
+const RAW: u8 = 0;
+/// An entry stored LZ4-compressed (its length first): resources and
+/// records are YAML's words over and over, and a compressed store stays
+/// near the size of the tree it holds.
+const LZ4: u8 = 1;
+/// Entries shorter than this are stored raw: compressing them gains less
+/// than the length it adds.
+const COMPRESS_FROM: usize = 128;
 
 /// Bytes of one index record: key, pack number, offset, length, blake3.
 const RECORD: usize = 32 + 4 + 8 + 8 + 32;
@@ -248,7 +260,17 @@ impl PackStore {
         if blake3::hash(bytes).as_bytes() != &location.hash {
             return Err(Corrupt);
         }
-        Ok(Some(EntryBytes::Mapped { map, start, end }))
+        match bytes.first() {
+            Some(&RAW) => Ok(Some(EntryBytes::Mapped {
+                map,
+                start: start + 1,
+                end,
+            })),
+            Some(&LZ4) => lz4_flex::block::decompress_size_prepended(&bytes[1..])
+                .map(|bytes| Some(EntryBytes::Owned(bytes)))
+                .map_err(|_| Corrupt),
+            _ => Err(Corrupt),
+        }
     }
 
     /// Writes this process's buffered entries of pack `id` out, when an
@@ -301,9 +323,19 @@ impl PackStore {
         let Some(writer) = guard.as_mut() else {
             return Err(std::io::Error::other("no pack writer"));
         };
+        let whole: usize = parts.iter().map(|part| part.len()).sum();
+        let compressed = (whole >= COMPRESS_FROM)
+            .then(|| lz4_flex::block::compress_prepend_size(&parts.concat()))
+            .filter(|compressed| compressed.len() < whole);
+        let stored: Vec<&[u8]> = match &compressed {
+            Some(compressed) => vec![&[LZ4], compressed],
+            None => std::iter::once(&[RAW][..])
+                .chain(parts.iter().copied())
+                .collect(),
+        };
         let mut hasher = blake3::Hasher::new();
         let mut len = 0u64;
-        for part in parts {
+        for part in stored {
             writer.file.write_all(part)?;
             hasher.update(part);
             len += part.len() as u64;
@@ -591,7 +623,8 @@ mod tests {
         assert_eq!(&*reader.get(&key("b")).unwrap().unwrap(), b"second");
         assert!(reader.get(&key("c")).unwrap().is_none());
         assert!(reader.contains(&key("b")) && !reader.contains(&key("c")));
-        assert_eq!(summarize(dir.path()).unwrap(), (2, 17));
+        // Each entry's bytes and the byte saying how it is stored.
+        assert_eq!(summarize(dir.path()).unwrap(), (2, 17 + 2));
         // Flip a byte of the pack: the entry is corrupt, the other fine.
         let pack = std::fs::read_dir(dir.path().join("packs"))
             .unwrap()
@@ -610,6 +643,36 @@ mod tests {
         reader.finish().unwrap();
         let again = PackStore::open(dir.path().to_path_buf());
         assert_eq!(&*again.get(&key("a")).unwrap().unwrap(), b"fresh");
+    }
+
+    /// A long entry that compresses is stored compressed and reads back
+    /// whole; one that does not is stored as it is.
+    #[test]
+    fn long_entries_are_stored_compressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = PackStore::open(dir.path().to_path_buf());
+        let resource = "metadata:\n  namespace: bench\n  labels:\n    owner: bench\n".repeat(50);
+        let noise: Vec<u8> = (0..200u32)
+            .flat_map(|i| blake3::hash(&i.to_le_bytes()).as_bytes().to_vec())
+            .collect();
+        store.put(&key("text"), &[resource.as_bytes()]).unwrap();
+        store
+            .put(&key("noise"), &[&noise[..100], &noise[100..]])
+            .unwrap();
+        store.finish().unwrap();
+        let reader = PackStore::open(dir.path().to_path_buf());
+        assert_eq!(
+            &*reader.get(&key("text")).unwrap().unwrap(),
+            resource.as_bytes()
+        );
+        assert_eq!(&*reader.get(&key("noise")).unwrap().unwrap(), &noise[..]);
+        let (entries, bytes) = summarize(dir.path()).unwrap();
+        assert_eq!(entries, 2);
+        assert!(
+            bytes < (resource.len() / 4 + noise.len() + 1) as u64,
+            "{bytes}"
+        );
+        assert!(bytes > noise.len() as u64);
     }
 
     /// A process finds what it stored before publishing it (a watch
