@@ -26,12 +26,11 @@ use super::cache::{CachePolicy, build_identity};
 use super::packs::{self, Corrupt, EntryBytes, PackStore};
 use super::remote::{RemoteCache, Table};
 use crate::hydrate::results::{FnResult, ResultItems, StepRecord};
-use crate::hydrate::{PackageRun, RenderOptions, RunStore};
+use crate::hydrate::{PackageRun, RenderOptions};
 use crate::pkg::kptfile::{self, Function, Kptfile};
 use crate::pkg::reader::PackageFile;
 use crate::runtime::FunctionTarget;
 use crate::yaml::binary;
-use crate::yaml::encoder::{SplicedItem, spliced_item_fingerprint};
 use crate::yaml::node::Node;
 
 /// Bumped whenever the key or the value layout changes.
@@ -519,66 +518,6 @@ fn fn_result_from(node: &Node) -> Option<FnResult> {
         exit_code: exit_code.value.parse().ok()?,
         results: ResultItems::from_cached(results),
     })
-}
-
-/// The action cache as the BFS walk's [`RunStore`], under one render's
-/// options: a run is keyed by its package, Kptfile, functions and a digest
-/// of its scope's resources. The digest leaves out source positions: a
-/// resource that moved in the list a function wrote back (an edit above
-/// it) is the same input.
-pub(crate) struct BfsRuns<'a> {
-    pub(crate) actions: &'a ActionCache,
-    pub(crate) options: &'a RenderOptions,
-    pub(crate) save_on_failure: bool,
-    /// A sharded render's packages (above the cut and its own subtrees);
-    /// `None` runs every package.
-    pub(crate) only: Option<&'a std::collections::HashSet<PathBuf>>,
-}
-
-impl RunStore for BfsRuns<'_> {
-    fn key(&self, pkg: &Path, kptfile: &Kptfile, input: &[Node]) -> Option<String> {
-        let mut hasher = blake3::Hasher::new();
-        let mut fingerprint = Vec::new();
-        for item in input {
-            fingerprint.clear();
-            let item = SplicedItem {
-                node: item,
-                edits: &[],
-            };
-            spliced_item_fingerprint(&item, &mut fingerprint);
-            hasher.update(&(fingerprint.len() as u64).to_le_bytes());
-            hasher.update(&fingerprint);
-        }
-        let digest = hasher.finalize();
-        let inputs = ActionInputs {
-            path: pkg,
-            kptfile,
-            files: &[],
-            children: &[digest],
-            bfs: true,
-        };
-        self.actions
-            .key(&inputs, self.options, self.save_on_failure)
-    }
-
-    fn lookup(&self, key: &str) -> Option<PackageRun> {
-        let cached = self.actions.lookup(key)?;
-        let Some(output) = cached.output.decode() else {
-            self.actions.drop_corrupt(key);
-            return None;
-        };
-        let mut run = cached.run;
-        run.output = Ok(output);
-        Some(run)
-    }
-
-    fn store(&self, key: &str, run: &PackageRun) {
-        self.actions.record(Some(key), run);
-    }
-
-    fn runs(&self, pkg: &Path) -> bool {
-        self.only.is_none_or(|only| only.contains(pkg))
-    }
 }
 
 #[cfg(test)]

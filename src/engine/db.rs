@@ -290,31 +290,3 @@ impl Drop for SharedRun {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Reports the thread it is dropped on.
-    struct Witness(std::sync::mpsc::Sender<Option<String>>);
-
-    impl Drop for Witness {
-        fn drop(&mut self) {
-            let thread = std::thread::current().name().map(str::to_owned);
-            let _ = self.0.send(thread);
-        }
-    }
-
-    #[test]
-    fn a_value_handed_to_the_freer_is_dropped_on_its_thread() {
-        let (sender, receiver) = std::sync::mpsc::channel();
-        super::super::executor::free_in_background(Witness(sender.clone()));
-        super::super::executor::free_in_background(Witness(sender));
-        for _ in 0..2 {
-            let thread = receiver
-                .recv_timeout(std::time::Duration::from_secs(10))
-                .expect("the value was dropped");
-            assert_eq!(thread.as_deref(), Some("krender-free"));
-        }
-    }
-}
