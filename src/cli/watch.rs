@@ -79,7 +79,7 @@ pub(super) fn run(
         return 1;
     }
     let cache_dir = render_args.cache.options().resolved_dir();
-    let (context, cached) = render_context(
+    let (mut context, _) = render_context(
         render_args,
         &root,
         &kptfile,
@@ -87,14 +87,12 @@ pub(super) fn run(
         None,
         interrupts.cancel(),
     );
-    let mut context = context;
     // A watch remembers its runs for the next rebuild even without a cache
     // directory (then in memory).
     if context.policy.is_none() {
         context.policy = Some(CachePolicy::for_config(&super::config_path(Some(&root))));
     }
     context.remember_impure = true;
-    drop(cached);
     // Each rebuild rewrites results.yaml, as a render would.
     let results_dir = render_args.results_dir.as_deref().map(absolute);
     let mut rebuild = Rebuild {
