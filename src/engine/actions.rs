@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex};
 
 use super::cache::{CachePolicy, build_identity};
 use super::packs::{self, Corrupt, EntryBytes, PackStore};
+use super::record::{fn_result_from, fn_result_node, scalar, sequence, step_from, step_node};
 use super::remote::{RemoteCache, Table};
-use crate::hydrate::results::{FnResult, ResultItems, StepRecord};
 use crate::hydrate::{PackageRun, RenderOptions};
 use crate::pkg::kptfile::{self, Function, Kptfile};
 use crate::pkg::reader::PackageFile;
@@ -445,84 +445,10 @@ fn decode_entry(entry: EntryBytes) -> Option<CachedRun> {
     })
 }
 
-fn scalar(text: &str) -> Node {
-    Node::new_untagged_scalar(text)
-}
-
-fn sequence(items: impl Iterator<Item = Node>) -> Node {
-    let mut node = Node::new_sequence();
-    node.content = items.collect();
-    node
-}
-
-fn step_node(step: &StepRecord) -> Node {
-    sequence(
-        [
-            scalar(&step.name),
-            scalar(&step.image),
-            scalar(&step.exec),
-            scalar(&step.execution_error),
-            scalar(&step.stderr),
-            scalar(&step.exit_code.to_string()),
-            step.results.to_node(),
-        ]
-        .into_iter(),
-    )
-}
-
-fn step_from(node: &Node) -> Option<StepRecord> {
-    let [
-        name,
-        image,
-        exec,
-        execution_error,
-        stderr,
-        exit_code,
-        results,
-    ] = node.content.as_slice()
-    else {
-        return None;
-    };
-    Some(StepRecord {
-        name: name.value.to_string(),
-        image: image.value.to_string(),
-        exec: exec.value.to_string(),
-        execution_error: execution_error.value.to_string(),
-        stderr: stderr.value.to_string(),
-        exit_code: exit_code.value.parse().ok()?,
-        results: ResultItems::from_cached(results),
-    })
-}
-
-fn fn_result_node(result: &FnResult) -> Node {
-    sequence(
-        [
-            scalar(&result.image),
-            scalar(&result.exec),
-            scalar(&result.stderr),
-            scalar(&result.exit_code.to_string()),
-            result.results.to_node(),
-        ]
-        .into_iter(),
-    )
-}
-
-fn fn_result_from(node: &Node) -> Option<FnResult> {
-    let [image, exec, stderr, exit_code, results] = node.content.as_slice() else {
-        return None;
-    };
-    Some(FnResult {
-        image: image.value.to_string(),
-        exec: exec.value.to_string(),
-        stderr: stderr.value.to_string(),
-        exit_code: exit_code.value.parse().ok()?,
-        results: ResultItems::from_cached(results),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hydrate::results::{FnResult, ResultItems, StepRecord};
     use crate::yaml::parse_documents;
 
     fn sample_run() -> PackageRun {

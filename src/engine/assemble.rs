@@ -41,12 +41,7 @@ pub fn assemble(
         store,
         save_on_failure,
         log,
-        input_files: BTreeSet::new(),
-        mutation_steps: Vec::new(),
-        validation_steps: Vec::new(),
-        fn_results: Vec::new(),
-        executed: 0,
-        n_packages: 0,
+        tally: Tally::default(),
     };
     let visited = walk.visit(0)?;
     let (resources, error) = match visited {
@@ -58,7 +53,7 @@ pub fn assemble(
                 super::files::planned_changes(
                     plan,
                     &record.output.get()?,
-                    &walk.input_files,
+                    &walk.tally.input_files,
                     &|items| execution.materialize(store, &plan.root_path, items),
                     store,
                     build,
@@ -80,13 +75,40 @@ pub fn assemble(
         save_on_failure,
         attribution: options.attribution,
         durability: options.durability,
-        input_files: walk.input_files,
-        mutation_steps: walk.mutation_steps,
-        validation_steps: walk.validation_steps,
-        fn_results: walk.fn_results,
-        executed: walk.executed,
-        n_packages: walk.n_packages,
+        input_files: walk.tally.input_files,
+        mutation_steps: walk.tally.mutation_steps,
+        validation_steps: walk.tally.validation_steps,
+        fn_results: walk.tally.fn_results,
+        executed: walk.tally.executed,
+        n_packages: walk.tally.n_packages,
     })
+}
+
+/// What kpt's report gathers from the runs it walks, in its order.
+#[derive(Default)]
+pub(super) struct Tally {
+    pub(super) input_files: BTreeSet<String>,
+    pub(super) mutation_steps: Vec<StepRecord>,
+    pub(super) validation_steps: Vec<StepRecord>,
+    pub(super) fn_results: Vec<FnResult>,
+    pub(super) executed: usize,
+    pub(super) n_packages: usize,
+}
+
+impl Tally {
+    /// Adds one run's steps and results.
+    pub(super) fn steps(
+        &mut self,
+        mutation: &[StepRecord],
+        validation: &[StepRecord],
+        fn_results: &[FnResult],
+        executed: usize,
+    ) {
+        self.mutation_steps.extend(mutation.iter().cloned());
+        self.validation_steps.extend(validation.iter().cloned());
+        self.fn_results.extend(fn_results.iter().cloned());
+        self.executed += executed;
+    }
 }
 
 struct Walk<'a> {
@@ -96,12 +118,7 @@ struct Walk<'a> {
     store: &'a Store,
     save_on_failure: bool,
     log: &'a mut dyn Write,
-    input_files: BTreeSet<String>,
-    mutation_steps: Vec<StepRecord>,
-    validation_steps: Vec<StepRecord>,
-    fn_results: Vec<FnResult>,
-    executed: usize,
-    n_packages: usize,
+    tally: Tally,
 }
 
 impl Walk<'_> {
@@ -109,7 +126,7 @@ impl Walk<'_> {
     /// reports (with the partial resources it keeps), `Err` a run whose
     /// output cannot be read back.
     fn visit(&mut self, index: usize) -> Result<Result<(), Failure>, Incomplete> {
-        self.n_packages += 1;
+        self.tally.n_packages += 1;
         let plan = self.plan;
         let pkg = &plan.packages[index];
         let outcome = &self.outcomes[index];
@@ -161,28 +178,30 @@ impl Walk<'_> {
                 let record = &done.record;
                 let _ = self.log.write_all(&record.log_for(&plan.root_name));
                 let _ = self.log.flush();
-                self.input_files
+                self.tally
+                    .input_files
                     .extend(record.input_files.iter().map(|file| root_relative(file)));
-                self.mutation_steps
-                    .extend(record.mutation_steps.iter().cloned());
-                self.validation_steps
-                    .extend(record.validation_steps.iter().cloned());
-                self.fn_results.extend(record.fn_results.iter().cloned());
-                self.executed += record.executed;
+                self.tally.steps(
+                    &record.mutation_steps,
+                    &record.validation_steps,
+                    &record.fn_results,
+                    record.executed,
+                );
                 Ok(Ok(()))
             }
             Outcome::Failed(run) => {
                 let log = super::record::replace_marker(&run.log, &plan.root_name);
                 let _ = self.log.write_all(&log);
                 let _ = self.log.flush();
-                self.input_files
+                self.tally
+                    .input_files
                     .extend(run.input_files.iter().map(|file| root_relative(file)));
-                self.mutation_steps
-                    .extend(run.mutation_steps.iter().cloned());
-                self.validation_steps
-                    .extend(run.validation_steps.iter().cloned());
-                self.fn_results.extend(run.fn_results.iter().cloned());
-                self.executed += run.executed;
+                self.tally.steps(
+                    &run.mutation_steps,
+                    &run.validation_steps,
+                    &run.fn_results,
+                    run.executed,
+                );
                 match &run.output {
                     Err((partial, error)) => Ok(Err((partial.clone(), error.clone()))),
                     Ok(_) => Ok(Ok(())),

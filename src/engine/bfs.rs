@@ -15,13 +15,14 @@
 //! with an `exec:` step runs one package at a time (a program may have side
 //! effects, and kpt would not run the packages after a failing one).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::assemble::Tally;
 use super::db::RenderContext;
 use super::executor::{
     ExecMode, ExecStats, Job, NodeCache, Outcome, Source, free_in_background, lookup, own_items,
@@ -31,7 +32,6 @@ use super::plan::{Child, Plan};
 use super::record::{KeyHasher, replace_marker};
 use super::session::in_pool;
 use crate::hydrate::item::{Digest, Item, ItemFlags};
-use crate::hydrate::results::{FnResult, StepRecord};
 use crate::hydrate::{Failure, HydrateError, RenderOutcome, Resources};
 use crate::krm::resource::clean_path;
 use crate::yaml::node::Node;
@@ -42,12 +42,7 @@ struct Walk<'a> {
     plan: &'a Plan,
     source: &'a Source<'a>,
     log: Vec<u8>,
-    input_files: BTreeSet<String>,
-    mutation_steps: Vec<StepRecord>,
-    validation_steps: Vec<StepRecord>,
-    fn_results: Vec<FnResult>,
-    executed: usize,
-    n_packages: usize,
+    tally: Tally,
     stats: ExecStats,
 }
 
@@ -74,12 +69,7 @@ pub(crate) fn render_bfs(
         plan,
         source: &source,
         log: Vec::new(),
-        input_files: BTreeSet::new(),
-        mutation_steps: Vec::new(),
-        validation_steps: Vec::new(),
-        fn_results: Vec::new(),
-        executed: 0,
-        n_packages: 0,
+        tally: Tally::default(),
         stats: ExecStats {
             packages: plan.packages.len(),
             ..ExecStats::default()
@@ -105,7 +95,7 @@ pub(crate) fn render_bfs(
                 super::files::planned_changes(
                     plan,
                     &output,
-                    &walk.input_files,
+                    &walk.tally.input_files,
                     &materialize,
                     &context.store,
                     build,
@@ -130,12 +120,12 @@ pub(crate) fn render_bfs(
         save_on_failure: context.save_on_failure,
         attribution: context.options.attribution,
         durability: context.options.durability,
-        input_files: walk.input_files,
-        mutation_steps: walk.mutation_steps,
-        validation_steps: walk.validation_steps,
-        fn_results: walk.fn_results,
-        executed: walk.executed,
-        n_packages: walk.n_packages,
+        input_files: walk.tally.input_files,
+        mutation_steps: walk.tally.mutation_steps,
+        validation_steps: walk.tally.validation_steps,
+        fn_results: walk.tally.fn_results,
+        executed: walk.tally.executed,
+        n_packages: walk.tally.n_packages,
     };
     let stats = walk.stats;
     free_in_background(nodes);
@@ -166,10 +156,10 @@ impl Walk<'_> {
             .collect();
         let mut lists: Vec<Vec<Item>> = Vec::with_capacity(plan.packages.len());
         for (pkg, read) in plan.packages.iter().zip(read) {
-            self.n_packages += 1;
+            self.tally.n_packages += 1;
             let (own, files) = read.map_err(|error| (None, error))?;
             let rel = &pkg.rel;
-            self.input_files.extend(files.iter().map(|file| {
+            self.tally.input_files.extend(files.iter().map(|file| {
                 if rel.is_empty() {
                     clean_path(file)
                 } else {
@@ -315,12 +305,12 @@ impl Walk<'_> {
                 }
                 let record = &done.record;
                 self.log.extend(record.log_for(root_name));
-                self.mutation_steps
-                    .extend(record.mutation_steps.iter().cloned());
-                self.validation_steps
-                    .extend(record.validation_steps.iter().cloned());
-                self.fn_results.extend(record.fn_results.iter().cloned());
-                self.executed += record.executed;
+                self.tally.steps(
+                    &record.mutation_steps,
+                    &record.validation_steps,
+                    &record.fn_results,
+                    record.executed,
+                );
                 let output = record
                     .output
                     .get()
@@ -330,12 +320,12 @@ impl Walk<'_> {
             Outcome::Failed(run) => {
                 self.stats.pipelines_run += 1;
                 self.log.extend(replace_marker(&run.log, root_name));
-                self.mutation_steps
-                    .extend(run.mutation_steps.iter().cloned());
-                self.validation_steps
-                    .extend(run.validation_steps.iter().cloned());
-                self.fn_results.extend(run.fn_results.iter().cloned());
-                self.executed += run.executed;
+                self.tally.steps(
+                    &run.mutation_steps,
+                    &run.validation_steps,
+                    &run.fn_results,
+                    run.executed,
+                );
                 match run.output {
                     Ok(_) => Ok((Vec::new(), None)),
                     Err((Some(partial), error)) if self.context.save_on_failure => {

@@ -526,26 +526,12 @@ pub(crate) fn run_input(
         &context.options,
         runtimes,
     );
-    let PackageRun {
-        output,
-        log,
-        mutation_steps,
-        validation_steps,
-        fn_results,
-        executed,
-        input_files,
-    } = run;
-    let output = match output {
+    let output = match run.output {
         Ok(output) => output,
         Err(failure) => {
             return Outcome::Failed(Box::new(PackageRun {
                 output: Err(failure),
-                log,
-                mutation_steps,
-                validation_steps,
-                fn_results,
-                executed,
-                input_files,
+                ..run
             }));
         }
     };
@@ -555,12 +541,12 @@ pub(crate) fn run_input(
     }
     let record = RunRecord::new(
         items.into(),
-        log,
-        mutation_steps,
-        validation_steps,
-        fn_results,
-        executed,
-        input_files,
+        run.log,
+        run.mutation_steps,
+        run.validation_steps,
+        run.fn_results,
+        run.executed,
+        run.input_files,
         u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     );
     if let Some(key) = key.as_ref().filter(|_| stored) {

@@ -366,17 +366,18 @@ impl KeyHasher {
     }
 }
 
-fn scalar(text: &str) -> Node {
+/// The node shapes run records and the old action cache share.
+pub(super) fn scalar(text: &str) -> Node {
     Node::new_untagged_scalar(text)
 }
 
-fn sequence(items: impl Iterator<Item = Node>) -> Node {
+pub(super) fn sequence(items: impl Iterator<Item = Node>) -> Node {
     let mut node = Node::new_sequence();
     node.content = items.collect();
     node
 }
 
-fn step_node(step: &StepRecord) -> Node {
+pub(super) fn step_node(step: &StepRecord) -> Node {
     sequence(
         [
             scalar(&step.name),
@@ -391,7 +392,7 @@ fn step_node(step: &StepRecord) -> Node {
     )
 }
 
-fn step_from(node: &Node) -> Option<StepRecord> {
+pub(super) fn step_from(node: &Node) -> Option<StepRecord> {
     let [
         name,
         image,
@@ -415,7 +416,7 @@ fn step_from(node: &Node) -> Option<StepRecord> {
     })
 }
 
-fn fn_result_node(result: &FnResult) -> Node {
+pub(super) fn fn_result_node(result: &FnResult) -> Node {
     sequence(
         [
             scalar(&result.image),
@@ -428,7 +429,7 @@ fn fn_result_node(result: &FnResult) -> Node {
     )
 }
 
-fn fn_result_from(node: &Node) -> Option<FnResult> {
+pub(super) fn fn_result_from(node: &Node) -> Option<FnResult> {
     let [image, exec, stderr, exit_code, results] = node.content.as_slice() else {
         return None;
     };
