@@ -939,7 +939,18 @@ pub(crate) fn key_pipeline(
         context.save_on_failure,
     ]);
     key.text(&options.image_prefix);
-    key.text(&format!("{:?}", pkg.kptfile));
+    // The Kptfile is one of the package's files (kpt hands it to the
+    // functions), so its bytes are in every key by digest; only a package
+    // whose files do not list it (a `.krmignore`) is keyed by its decoded
+    // form.
+    let kptfile_listed = pkg.files.as_ref().is_ok_and(|files| {
+        files
+            .iter()
+            .any(|file| file.file.relative == kptfile::KPTFILE_NAME)
+    });
+    if !kptfile_listed {
+        key.text(&format!("{:?}", pkg.kptfile));
+    }
     let pipeline = &pkg.kptfile.pipeline;
     let mut sees_checkout = false;
     let mut stored = true;

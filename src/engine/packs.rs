@@ -313,16 +313,9 @@ impl PackStore {
     /// Appends an entry (the concatenation of `parts`) under `key`; it is
     /// found by other processes once [`PackStore::finish`] has run.
     pub(crate) fn put(&self, key: &Key, parts: &[&[u8]]) -> std::io::Result<()> {
-        let mut guard = self
-            .writer
-            .lock()
-            .map_err(|_| std::io::Error::other("pack writer poisoned"))?;
-        if guard.is_none() {
-            *guard = Some(self.new_writer()?);
-        }
-        let Some(writer) = guard.as_mut() else {
-            return Err(std::io::Error::other("no pack writer"));
-        };
+        // Compressed and hashed before the writer is taken: the render's
+        // threads store resources all the time, and only the append is
+        // shared.
         let whole: usize = parts.iter().map(|part| part.len()).sum();
         let compressed = (whole >= COMPRESS_FROM)
             .then(|| lz4_flex::block::compress_prepend_size(&parts.concat()))
@@ -334,19 +327,34 @@ impl PackStore {
                 .collect(),
         };
         let mut hasher = blake3::Hasher::new();
-        let mut len = 0u64;
-        for part in stored {
-            writer.file.write_all(part)?;
+        for part in &stored {
             hasher.update(part);
-            len += part.len() as u64;
         }
-        let location = Location {
-            pack: writer.id.clone(),
-            offset: writer.offset,
-            len,
-            hash: *hasher.finalize().as_bytes(),
+        let hash = *hasher.finalize().as_bytes();
+        let len: u64 = stored.iter().map(|part| part.len() as u64).sum();
+        let location = {
+            let mut guard = self
+                .writer
+                .lock()
+                .map_err(|_| std::io::Error::other("pack writer poisoned"))?;
+            if guard.is_none() {
+                *guard = Some(self.new_writer()?);
+            }
+            let Some(writer) = guard.as_mut() else {
+                return Err(std::io::Error::other("no pack writer"));
+            };
+            for part in stored {
+                writer.file.write_all(part)?;
+            }
+            let location = Location {
+                pack: writer.id.clone(),
+                offset: writer.offset,
+                len,
+                hash,
+            };
+            writer.offset += len;
+            location
         };
-        writer.offset += len;
         if let Ok(mut own) = self.own.lock() {
             own.insert(*key, location);
         }
