@@ -635,11 +635,10 @@ fn container_flags_reach_the_engine() {
     );
 }
 
-/// The container-only flags are refused for `--exec` with kpt's text, and
-/// for a function krender runs in process with the same first line and
-/// how to run it in a container instead; nothing runs.
+/// The container-only flags are refused for `--exec` with kpt's text;
+/// nothing runs.
 #[test]
-fn container_flags_are_refused_outside_containers() {
+fn container_flags_are_refused_for_exec() {
     let (temp, _bin) = container_scratch("docker");
     let kpt_text = "error: --mount, --as-current-user, --network and --env can only be used with container functions\n";
     for flags in [
@@ -663,22 +662,63 @@ fn container_flags_are_refused_outside_containers() {
         );
         assert!(output.stdout.is_empty());
     }
-    let before = snapshot(&temp.path().join("pkg"));
-    let output = krender_command()
-        .current_dir(temp.path())
-        .args(["fn", "eval", "pkg", "-i", "set-namespace:v0.4", "--network"])
-        .args(["--", "namespace=x"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.starts_with(kpt_text), "{stderr}");
-    assert!(
-        stderr.contains("krender runs set-namespace in process")
-            && stderr.contains("image = \"ghcr.io/kptdev/krm-functions-catalog/set-namespace\""),
-        "{stderr}"
+}
+
+/// kpt accepts its container flags for every image, and so does krender
+/// for a function it runs in process: each flag, alone, renders exactly
+/// what the same command without it renders, and says at info level that
+/// it had no effect.
+#[test]
+fn container_flags_are_accepted_for_builtins() {
+    let (temp, _bin) = container_scratch("docker");
+    let eval = |dir: &str, flags: &[&str]| {
+        krender_command()
+            .current_dir(temp.path())
+            .env("RUST_LOG", "krender=info")
+            .args(["fn", "eval", dir, "-i", "set-namespace:v0.4"])
+            .args(flags)
+            .args(["--", "namespace=x"])
+            .output()
+            .unwrap()
+    };
+    let copy = |name: &str| {
+        let to = temp.path().join(name);
+        copy_dir(&temp.path().join("pkg"), &to);
+        to
+    };
+    let reference_dir = copy("reference");
+    let reference = eval("reference", &[]);
+    assert_eq!(reference.status.code(), Some(0));
+    let expected = snapshot(&reference_dir);
+    assert_ne!(
+        expected,
+        snapshot(&temp.path().join("pkg")),
+        "set-namespace changed nothing"
     );
-    assert_eq!(snapshot(&temp.path().join("pkg")), before);
+    for (n, (flags, named)) in [
+        (&["--network"][..], "--network"),
+        (&["--mount", "type=bind,src=/a,dst=/b"][..], "--mount"),
+        (&["-e", "A=1"][..], "--env"),
+        (&["--env", "A"][..], "--env"),
+        (&["--as-current-user"][..], "--as-current-user"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("flag{n}");
+        let dir = copy(&name);
+        let output = eval(&name, flags);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{flags:?}: {stderr}");
+        assert_eq!(snapshot(&dir), expected, "{flags:?}");
+        assert_eq!(output.stdout, reference.stdout, "{flags:?}");
+        assert!(
+            stderr.contains(
+                "set-namespace runs in process: the container flags have no effect on it"
+            ) && stderr.contains(&format!("flags={named}")),
+            "{flags:?}: {stderr}"
+        );
+    }
     // `--allow-alpha-wasm` is accepted, as kpt accepts it.
     let output = krender_command()
         .current_dir(temp.path())

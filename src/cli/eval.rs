@@ -92,20 +92,45 @@ fn container_access(args: &EvalArgs) -> ContainerAccess {
     }
 }
 
-/// Why `image` cannot take the container-only flags: it runs in process
-/// or as a local executable here (what kpt says of `--exec`), with how to
-/// run it in a container instead. `None` for a container image.
-fn not_a_container(image: &str, config: &Path) -> Option<String> {
+/// Where `image` runs when it is not a container, for the container-only
+/// flags: in process (a builtin) or as a local executable (a render.toml
+/// route). `None` for a container image.
+enum NotAContainer {
+    /// A builtin: kpt accepts the flags for every image, and so do we; none
+    /// of them changes what a builtin does (it reads no host files, no
+    /// environment, no network).
+    Builtin(&'static str),
+    /// A local executable: kpt's refusal for `--exec`, with how to run it
+    /// in a container instead.
+    Executable(String),
+}
+
+fn not_a_container(image: &str, config: &Path) -> Option<NotAContainer> {
     let table = FunctionTable::load(config).ok()?;
-    let how = match table.route(image) {
-        Route::Container { .. } => return None,
-        Route::Builtin(builtin) => format!("krender runs {} in process", builtin.name()),
-        Route::Executable(path) => format!("render.toml runs it as {}", path.display()),
-    };
-    let (name, _) = crate::runtime::builtin::split_image(image);
-    Some(format!(
-        "{image}: {how}; to run it in a container, add to render.toml:\n  [[function]]\n  image = \"{name}\"\n  container = [\"*\"]"
-    ))
+    match table.route(image) {
+        Route::Container { .. } => None,
+        Route::Builtin(builtin) => Some(NotAContainer::Builtin(builtin.name())),
+        Route::Executable(path) => {
+            let (name, _) = crate::runtime::builtin::split_image(image);
+            Some(NotAContainer::Executable(format!(
+                "{image}: render.toml runs it as {}; to run it in a container, add to render.toml:\n  [[function]]\n  image = \"{name}\"\n  container = [\"*\"]",
+                path.display()
+            )))
+        }
+    }
+}
+
+/// The container-only flags given, by kpt's names.
+fn container_flags(access: &ContainerAccess) -> Vec<&'static str> {
+    [
+        ("--network", access.network),
+        ("--as-current-user", access.user.is_some()),
+        ("--mount", !access.mounts.is_empty()),
+        ("--env", !access.env.is_empty()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, given)| given.then_some(flag))
+    .collect()
 }
 
 /// Runs `fn eval` and returns the exit code: on a ResourceList from stdin
@@ -189,11 +214,18 @@ pub(super) fn run(
         print_report(&report, err);
         return 1;
     }
-    if access != ContainerAccess::default()
-        && let Some(hint) = not_a_container(&function.image, &config_path(args))
-    {
-        print_report(&Report::Command(format!("{CONTAINER_ONLY}\n{hint}")), err);
-        return 1;
+    if access != ContainerAccess::default() {
+        match not_a_container(&function.image, &config_path(args)) {
+            Some(NotAContainer::Executable(hint)) => {
+                print_report(&Report::Command(format!("{CONTAINER_ONLY}\n{hint}")), err);
+                return 1;
+            }
+            Some(NotAContainer::Builtin(name)) => tracing::info!(
+                flags = %container_flags(&access).join(", "),
+                "{name} runs in process: the container flags have no effect on it"
+            ),
+            None => {}
+        }
     }
     let selection = selector(
         [
