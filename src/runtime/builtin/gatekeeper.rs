@@ -68,10 +68,12 @@ pub(crate) fn run(input: ResourceList) -> Outcome {
     outcome
 }
 
-/// kyaml's `Result.String()` (the catalog's gatekeeper builds on kyaml
-/// v0.21): the identifier's non-empty parts joined by `/` (left out when
-/// all are empty: an invalid template's result has no reference), then
-/// the message; no field path (gatekeeper's results have none).
+/// kyaml v0.10's `ResultItem.String()` (the catalog's gatekeeper builds on
+/// it): the identifier's non-empty parts joined by `/` (left out when all
+/// are empty: an invalid template's result has no reference), then the
+/// field path, which gatekeeper never sets, and the message: hence the
+/// catalog's `apps/v1/Deployment/nginx-deploy : Containers must not run
+/// as root`, a space before the colon.
 fn cli_line(result: &FnResult) -> String {
     let severity = match result.severity {
         Some(Severity::Error) => "error",
@@ -92,7 +94,7 @@ fn cli_line(result: &FnResult) -> String {
     if parts.is_empty() {
         format!("[{severity}]: {}", result.message)
     } else {
-        format!("[{severity}] {}: {}", parts.join("/"), result.message)
+        format!("[{severity}] {} : {}", parts.join("/"), result.message)
     }
 }
 
