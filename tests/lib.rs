@@ -3,6 +3,7 @@ mod builtins_chain;
 mod builtins_fixtures;
 mod builtins_native;
 mod builtins_porch;
+mod cli_dry_run;
 mod cli_eval_dir;
 mod cli_kpt;
 mod cli_render;

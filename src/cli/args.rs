@@ -196,6 +196,28 @@ pub struct FnRenderArgs {
     /// above the cut (krender-only, CI matrices).
     #[arg(long = "shard", value_name = "K/N", conflicts_with_all = ["output", "check", "trace"])]
     pub shard: Option<crate::engine::shard::ShardSpec>,
+    /// Compute every package's cache key and look each up (local cache,
+    /// then the remote), running and writing nothing; print which packages
+    /// would run and why, and where the rest would come from. `json` gives
+    /// the same for scripts (krender-only).
+    #[arg(
+        long = "dry-run",
+        value_name = "FORMAT",
+        num_args = 0..=1,
+        default_missing_value = "text",
+        require_equals = true,
+        conflicts_with_all = ["output", "check", "trace", "shard"]
+    )]
+    pub dry_run: Option<DryRunFormat>,
+}
+
+/// How `fn render --dry-run` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DryRunFormat {
+    /// A summary line and the packages that would run.
+    Text,
+    /// Every package, as JSON.
+    Json,
 }
 
 /// Flags of `fn render` that `watch` shares.

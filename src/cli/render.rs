@@ -138,6 +138,9 @@ pub(super) fn run(
     if let Some(spec) = command.shard {
         return render_shard(args, &root, spec, interrupts, err);
     }
+    if let Some(format) = command.dry_run {
+        return render_dry_run(args, &root, format, interrupts, out, err);
+    }
     let results_dir = args.results_dir.as_ref().map(|dir| absolute(dir));
     // Lifecycle (issue 8): lock the package and recover interrupted commits
     // before reading it; the lock is released when `_session` drops.
@@ -174,6 +177,212 @@ pub(super) fn run(
         }
     }
     code
+}
+
+/// `fn render --dry-run`: what a render would run and why, what would come
+/// from which cache; nothing runs, nothing in the package is written.
+fn render_dry_run(
+    args: &RenderArgs,
+    root: &Path,
+    format: super::args::DryRunFormat,
+    interrupts: &Interrupts,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let cache_dir = args.cache.options().resolved_dir();
+    let remote = match cache_dir
+        .as_ref()
+        .map(|_| super::cache::open_remote(&args.cache, &super::config_path(Some(root))))
+    {
+        Some(Err(report)) => {
+            print_report(&report, err);
+            return 1;
+        }
+        Some(Ok(remote)) => remote,
+        None => None,
+    };
+    // Read-only: nothing is written in place.
+    let _session = match super::rpkg::open_for_render(root, false, err) {
+        Ok(session) => session,
+        Err(report) => {
+            print_report(&report, err);
+            return 1;
+        }
+    };
+    let scan = Scan::walk(root, None);
+    let kptfile = match hydrate::load_root_with(root, |path| {
+        match path
+            .strip_prefix(root)
+            .ok()
+            .and_then(|relative| scan.bytes(&relative.to_string_lossy()))
+        {
+            Some(bytes) => Ok(bytes.clone()),
+            None => std::fs::read(path).map(std::sync::Arc::from),
+        }
+    }) {
+        Ok(kptfile) => kptfile,
+        Err(error) => {
+            print_report(&Report::kptfile(&error), err);
+            return 1;
+        }
+    };
+    let (context, _) = render_context(args, root, &kptfile, cache_dir, remote, interrupts.cancel());
+    let predictions = match crate::engine::oneshot::dry_run(&context, args.jobs, kptfile, &scan) {
+        Ok(predictions) => predictions,
+        Err(error) => {
+            print_report(&Report::Command(error.to_string()), err);
+            return 1;
+        }
+    };
+    if let Some(code) = interrupts.exit_code() {
+        let _ = writeln!(err, "{}", interrupts.message("render"));
+        return code;
+    }
+    let text = match format {
+        super::args::DryRunFormat::Json => {
+            let summary = DryRunSummary::of(&predictions);
+            serde_json::to_string_pretty(&serde_json::json!({
+                "root": root.display().to_string(),
+                "summary": summary,
+                "packages": predictions,
+            }))
+            .map(|json| json + "\n")
+            .unwrap_or_default()
+        }
+        super::args::DryRunFormat::Text => dry_run_text(&predictions),
+    };
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    0
+}
+
+/// The counts of a dry run.
+#[derive(Debug, Default, serde::Serialize)]
+struct DryRunSummary {
+    packages: usize,
+    run: usize,
+    cached_local: usize,
+    cached_remote: usize,
+    unreadable: usize,
+}
+
+impl DryRunSummary {
+    fn of(predictions: &[crate::engine::oneshot::PackagePrediction]) -> DryRunSummary {
+        use crate::engine::oneshot::Prediction;
+        use crate::engine::store::Origin;
+        let mut summary = DryRunSummary {
+            packages: predictions.len(),
+            ..DryRunSummary::default()
+        };
+        for one in predictions {
+            match one.prediction {
+                Prediction::Run { .. } => summary.run += 1,
+                Prediction::Cached {
+                    from: Origin::Local,
+                } => summary.cached_local += 1,
+                Prediction::Cached {
+                    from: Origin::Remote,
+                } => summary.cached_remote += 1,
+                Prediction::Unreadable => summary.unreadable += 1,
+            }
+        }
+        summary
+    }
+}
+
+/// A dry run for a terminal: one summary line (`would run 4 of 1,000
+/// packages: 1 not in the cache, 3 with a subpackage that runs; 996 from
+/// the local cache`), then each package that would run, with why.
+fn dry_run_text(predictions: &[crate::engine::oneshot::PackagePrediction]) -> String {
+    use crate::engine::executor::WhyRun;
+    use crate::engine::oneshot::Prediction;
+    let summary = DryRunSummary::of(predictions);
+    let why_text = |why: WhyRun| match why {
+        WhyRun::NotStored => {
+            "not in the cache (its files, Kptfile, functions or options changed, or it never ran)"
+        }
+        WhyRun::SubpackageRuns => "a subpackage runs (its output is this package's input)",
+        WhyRun::NotCacheable => "a function is not cacheable (an executable or a container image)",
+        WhyRun::CacheOff => "the cache is off",
+    };
+    let short = |why: WhyRun| match why {
+        WhyRun::NotStored => "not in the cache",
+        WhyRun::SubpackageRuns => "with a subpackage that runs",
+        WhyRun::NotCacheable => "not cacheable",
+        WhyRun::CacheOff => "cache off",
+    };
+    let mut causes: Vec<(WhyRun, usize)> = Vec::new();
+    for one in predictions {
+        if let Prediction::Run { why } = one.prediction {
+            match causes.iter_mut().find(|(seen, _)| *seen == why) {
+                Some((_, count)) => *count += 1,
+                None => causes.push((why, 1)),
+            }
+        }
+    }
+    causes.sort_by_key(|(why, _)| *why as u8);
+    let mut line = format!(
+        "would run {} of {} packages",
+        group_digits(summary.run),
+        group_digits(summary.packages)
+    );
+    if !causes.is_empty() {
+        let parts: Vec<String> = causes
+            .iter()
+            .map(|(why, count)| format!("{} {}", group_digits(*count), short(*why)))
+            .collect();
+        line.push_str(": ");
+        line.push_str(&parts.join(", "));
+    }
+    let mut from = Vec::new();
+    if summary.cached_local > 0 {
+        from.push(format!(
+            "{} from the local cache",
+            group_digits(summary.cached_local)
+        ));
+    }
+    if summary.cached_remote > 0 {
+        from.push(format!(
+            "{} from the remote cache",
+            group_digits(summary.cached_remote)
+        ));
+    }
+    if summary.unreadable > 0 {
+        from.push(format!("{} unreadable", group_digits(summary.unreadable)));
+    }
+    if !from.is_empty() {
+        line.push_str("; ");
+        line.push_str(&from.join(", "));
+    }
+    let mut text = line + "\n";
+    for one in predictions {
+        match one.prediction {
+            Prediction::Run { why } => {
+                text.push_str(&format!("  run  {}: {}\n", one.package, why_text(why)));
+            }
+            Prediction::Unreadable => {
+                text.push_str(&format!(
+                    "  skip {}: does not read (a render reports why)\n",
+                    one.package
+                ));
+            }
+            Prediction::Cached { .. } => {}
+        }
+    }
+    text
+}
+
+/// `1234567` as `1,234,567`.
+fn group_digits(number: usize) -> String {
+    let digits = number.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// `fn render --shard K/N`: part K of the tree into the remote cache,

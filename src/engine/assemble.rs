@@ -138,7 +138,7 @@ impl Walk<'_> {
         match outcome {
             Outcome::ReadFailed(error) => return Ok(Err((None, error.clone()))),
             Outcome::Done(_) => {}
-            Outcome::Skipped | Outcome::Failed(_) => {
+            Outcome::Skipped | Outcome::Failed(_) | Outcome::WouldRun(_) => {
                 if let Err(error) = self.parse_own(index) {
                     return Ok(Err((None, error)));
                 }
@@ -209,7 +209,8 @@ impl Walk<'_> {
             }
             // Every subpackage succeeded and the files read: only a
             // cancelled render or an unreadable stored output skips it.
-            Outcome::Skipped | Outcome::ReadFailed(_) => Err(Incomplete),
+            // (A dry run is never assembled.)
+            Outcome::Skipped | Outcome::ReadFailed(_) | Outcome::WouldRun(_) => Err(Incomplete),
         }
     }
 

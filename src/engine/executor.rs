@@ -47,6 +47,25 @@ pub enum Outcome {
     Failed(Box<PackageRun>),
     /// It succeeded, here or in an earlier render.
     Done(Done),
+    /// A dry run: it would run, for this reason.
+    WouldRun(WhyRun),
+}
+
+/// Why a dry run finds that a package would run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WhyRun {
+    /// Its key is not in the store: its files, Kptfile, functions or
+    /// options differ from every run kept (or it never ran).
+    NotStored,
+    /// A function of its pipeline is not known to be pure (an executable
+    /// or a container image): such runs are never kept.
+    NotCacheable,
+    /// The cache is off (`--no-cache`).
+    CacheOff,
+    /// A subpackage would run: its output, this package's input, is not
+    /// known before it does.
+    SubpackageRuns,
 }
 
 /// A successful run.
@@ -55,6 +74,8 @@ pub struct Done {
     pub record: std::sync::Arc<RunRecord>,
     /// Answered from the store (or an earlier execution of this process).
     pub hit: bool,
+    /// Where a hit was found (an earlier execution's: local).
+    pub origin: Option<super::store::Origin>,
     /// The key it was looked up and stored under, when it has one.
     pub key: Option<Digest>,
 }
@@ -121,6 +142,9 @@ pub struct ExecMode {
     /// known to be pure is skipped (recording the tree a render left must
     /// not run anything twice).
     pub pure_only: bool,
+    /// Nothing runs: a package not answered by the store is
+    /// [`Outcome::WouldRun`] (`fn render --dry-run`).
+    pub dry: bool,
 }
 
 impl ExecMode {
@@ -128,6 +152,7 @@ impl ExecMode {
     pub const RENDER: ExecMode = ExecMode {
         lookups: true,
         pure_only: false,
+        dry: false,
     };
 }
 
@@ -221,7 +246,7 @@ pub fn execute(
         match outcome {
             Outcome::Done(done) if done.hit => stats.hits += 1,
             Outcome::Done(_) | Outcome::Failed(_) => stats.pipelines_run += 1,
-            Outcome::Skipped | Outcome::ReadFailed(_) => {}
+            Outcome::Skipped | Outcome::ReadFailed(_) | Outcome::WouldRun(_) => {}
         }
     }
     let execution = Execution {
@@ -262,9 +287,12 @@ fn run_one(
     let mut digests = Vec::with_capacity(children.len());
     for &child in &children {
         match slots.get(child).map(Mutex::lock) {
-            Some(Ok(slot)) => match slot.record() {
-                Some(record) => digests.push(record.output_digest),
-                None => return Outcome::Skipped,
+            Some(Ok(slot)) => match (slot.record(), &*slot) {
+                (Some(record), _) => digests.push(record.output_digest),
+                (None, Outcome::WouldRun(_)) => {
+                    return Outcome::WouldRun(WhyRun::SubpackageRuns);
+                }
+                (None, _) => return Outcome::Skipped,
             },
             _ => return Outcome::Skipped,
         }
@@ -273,6 +301,14 @@ fn run_one(
         Some((key, stored)) => (Some(key), stored),
         None => (None, false),
     };
+    if mode.dry {
+        return match key {
+            None if context.policy.is_none() => Outcome::WouldRun(WhyRun::CacheOff),
+            None => Outcome::WouldRun(WhyRun::NotCacheable),
+            Some(_) => lookup(source, key, stored, mode, known)
+                .unwrap_or(Outcome::WouldRun(WhyRun::NotStored)),
+        };
+    }
     // Recording a tree runs nothing that is not remembered, and nothing
     // impure except in a session that takes such runs as deterministic.
     if mode.pure_only && (key.is_none() || (!stored && !context.remember_impure)) {
@@ -335,16 +371,19 @@ pub(crate) fn lookup(
         return Some(Outcome::Done(Done {
             record: record.clone(),
             hit: true,
+            origin: Some(super::store::Origin::Local),
             key,
         }));
     }
     if !stored {
         return None;
     }
-    let record = RunRecord::decode(&source.store.action(&found)?)?;
+    let (bytes, origin) = source.store.action_from(&found)?;
+    let record = RunRecord::decode(&bytes)?;
     Some(Outcome::Done(Done {
         record: std::sync::Arc::new(record),
         hit: true,
+        origin: Some(origin),
         key,
     }))
 }
@@ -502,6 +541,7 @@ pub(crate) fn run_input(
         return Outcome::Done(Done {
             record: std::sync::Arc::new(record),
             hit: false,
+            origin: None,
             key,
         });
     }
@@ -555,6 +595,7 @@ pub(crate) fn run_input(
     Outcome::Done(Done {
         record: std::sync::Arc::new(record),
         hit: false,
+        origin: None,
         key,
     })
 }

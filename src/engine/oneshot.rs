@@ -66,6 +66,7 @@ pub fn render_once(
             mode: super::executor::ExecMode {
                 lookups,
                 pure_only: false,
+                dry: false,
             },
             only: None,
         };
@@ -165,6 +166,7 @@ pub fn record_left_tree(
         let mode = super::executor::ExecMode {
             lookups: true,
             pure_only: true,
+            dry: false,
         };
         // The files that render would plan are remembered in it.
         let _ = super::bfs::render_bfs(
@@ -184,6 +186,7 @@ pub fn record_left_tree(
         mode: super::executor::ExecMode {
             lookups: true,
             pure_only: true,
+            dry: false,
         },
         only: None,
     };
@@ -299,6 +302,7 @@ pub fn render_shard(
     let mode = super::executor::ExecMode {
         lookups: true,
         pure_only: false,
+        dry: false,
     };
     if bfs {
         let (outcome, ran) =
@@ -327,4 +331,93 @@ pub fn render_shard(
     }
     super::executor::free_in_background(execution);
     Ok(report)
+}
+
+/// What `fn render --dry-run` finds for one package.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum Prediction {
+    /// Its run is in a cache.
+    Cached {
+        /// Which one.
+        from: super::store::Origin,
+    },
+    /// It would run.
+    Run {
+        /// Why.
+        why: super::executor::WhyRun,
+    },
+    /// A render would not reach it: its files or subpackages do not read
+    /// (the render reports why).
+    Unreadable,
+}
+
+/// One package's [`Prediction`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PackagePrediction {
+    /// Its path relative to the root (`.` for the root).
+    pub package: String,
+    /// What a render would do with it.
+    #[serde(flatten)]
+    pub prediction: Prediction,
+}
+
+/// Why a dry run cannot answer.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[diagnostic(code(krender::engine::dry_run))]
+pub enum DryRunError {
+    /// A breadth-first package's input is its parent's output: without
+    /// running the parent, nothing below it has a key.
+    #[error("--dry-run answers only depth-first renders: {0} renders breadth-first")]
+    BreadthFirst(PathBuf),
+}
+
+/// Computes every package's key of a depth-first render of the tree in
+/// `scan` and looks each up (local store, then the remote), bottom-up: a
+/// package whose subpackage would run would run too. Nothing runs and no
+/// package file is written (a run found on the remote is kept locally, as
+/// a render would keep it).
+pub fn dry_run(
+    context: &RenderContext,
+    jobs: Option<usize>,
+    root_kptfile: Kptfile,
+    scan: &super::scan::Scan,
+) -> Result<Vec<PackagePrediction>, DryRunError> {
+    if root_kptfile.annotation_is_true(kptfile::BFS_RENDERING_ANNOTATION) {
+        return Err(DryRunError::BreadthFirst(context.root.clone()));
+    }
+    let plan = super::plan::Plan::from_scan(scan, root_kptfile);
+    let options = super::executor::ExecOptions {
+        jobs,
+        progress: None,
+        mode: super::executor::ExecMode {
+            lookups: true,
+            pure_only: false,
+            dry: true,
+        },
+        only: None,
+    };
+    let execution = super::executor::execute(context, &context.store, &plan, &options);
+    let mut predictions: Vec<PackagePrediction> = plan
+        .packages
+        .iter()
+        .zip(&execution.outcomes)
+        .map(|(pkg, outcome)| PackagePrediction {
+            package: if pkg.rel.is_empty() {
+                ".".to_owned()
+            } else {
+                pkg.rel.clone()
+            },
+            prediction: match outcome {
+                super::executor::Outcome::Done(done) => Prediction::Cached {
+                    from: done.origin.unwrap_or(super::store::Origin::Local),
+                },
+                super::executor::Outcome::WouldRun(why) => Prediction::Run { why: *why },
+                _ => Prediction::Unreadable,
+            },
+        })
+        .collect();
+    predictions.sort_by(|a, b| a.package.cmp(&b.package));
+    super::executor::free_in_background(execution);
+    Ok(predictions)
 }

@@ -45,6 +45,16 @@ pub struct StoreStats {
     pub corrupt: u64,
 }
 
+/// Where a stored value was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// This process's memory or the cache directory.
+    Local,
+    /// The remote cache.
+    Remote,
+}
+
 /// The store of one render or session.
 pub struct Store {
     /// Blobs and entries of a store without a cache directory.
@@ -196,10 +206,19 @@ impl Store {
 
     /// The action entry under `key`.
     pub(crate) fn action(&self, key: &Digest) -> Option<Bytes> {
+        self.action_from(key).map(|(bytes, _)| bytes)
+    }
+
+    /// The action entry under `key`, with where it was found (a remote
+    /// value is kept locally too).
+    pub(crate) fn action_from(&self, key: &Digest) -> Option<(Bytes, Origin)> {
         let key = action_key(key);
-        let found = self
-            .local_get(&key)
-            .or_else(|| self.fetch(Table::Actions, &key));
+        let found = match self.local_get(&key) {
+            Some(bytes) => Some((bytes, Origin::Local)),
+            None => self
+                .fetch(Table::Actions, &key)
+                .map(|bytes| (bytes, Origin::Remote)),
+        };
         let counter = if found.is_some() {
             &self.action_hits
         } else {
