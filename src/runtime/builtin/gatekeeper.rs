@@ -988,11 +988,15 @@ mod tests {
         );
     }
 
-    /// The catalog's own v1beta1-template test expects
-    /// `[error] apps/v1/Deployment/nginx-deploy: ...`: empty parts are left
-    /// out, and a result without a reference has no identifier at all.
+    /// The catalog's own tests (`tests/gatekeeper/v1beta1-template`,
+    /// `examples/gatekeeper-disallow-root-user`) expect the function's
+    /// stderr `[error] apps/v1/Deployment/nginx-deploy : ...`: empty parts
+    /// are left out, the empty field path leaves its space, and a result
+    /// without a reference has no identifier at all. (kpt's own `Results:`
+    /// lines print the same result without the space: that is kpt's
+    /// printer, not the function.)
     #[test]
-    fn cli_lines_follow_kyaml_v0_21() {
+    fn cli_lines_follow_kyaml_v0_10() {
         let result = FnResult {
             resource_ref: Some(ResourceRef {
                 api_version: "apps/v1".to_owned(),
@@ -1004,7 +1008,7 @@ mod tests {
         };
         assert_eq!(
             cli_line(&result),
-            "[error] apps/v1/Deployment/nginx-deploy: bad\nviolatedConstraint: c"
+            "[error] apps/v1/Deployment/nginx-deploy : bad\nviolatedConstraint: c"
         );
         assert_eq!(cli_line(&FnResult::error("oops")), "[error]: oops");
     }
