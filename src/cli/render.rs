@@ -210,16 +210,7 @@ fn render_dry_run(
         }
     };
     let scan = Scan::walk(root, None);
-    let kptfile = match hydrate::load_root_with(root, |path| {
-        match path
-            .strip_prefix(root)
-            .ok()
-            .and_then(|relative| scan.bytes(&relative.to_string_lossy()))
-        {
-            Some(bytes) => Ok(bytes.clone()),
-            None => std::fs::read(path).map(std::sync::Arc::from),
-        }
-    }) {
+    let kptfile = match scan.root_kptfile(root) {
         Ok(kptfile) => kptfile,
         Err(error) => {
             print_report(&Report::kptfile(&error), err);
@@ -586,16 +577,7 @@ fn render_and_apply(
         return 0;
     }
     stats.phases.manifest_ms = phase.elapsed().as_millis();
-    let kptfile = match hydrate::load_root_with(root, |path| {
-        match path
-            .strip_prefix(root)
-            .ok()
-            .and_then(|relative| scan.bytes(&relative.to_string_lossy()))
-        {
-            Some(bytes) => Ok(bytes.clone()),
-            None => std::fs::read(path).map(std::sync::Arc::from),
-        }
-    }) {
+    let kptfile = match scan.root_kptfile(root) {
         Ok(kptfile) => kptfile,
         Err(error) => {
             print_report(&Report::kptfile(&error), err);

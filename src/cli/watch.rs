@@ -315,16 +315,7 @@ impl Rebuild<'_> {
         if self.last.as_ref() == Some(&digests) {
             return;
         }
-        let kptfile = match hydrate::load_root_with(self.root, |path| {
-            match path
-                .strip_prefix(self.root)
-                .ok()
-                .and_then(|relative| scan.bytes(&relative.to_string_lossy()))
-            {
-                Some(bytes) => Ok(bytes.clone()),
-                None => std::fs::read(path).map(std::sync::Arc::from),
-            }
-        }) {
+        let kptfile = match scan.root_kptfile(self.root) {
             Ok(kptfile) => kptfile,
             Err(error) => {
                 print_report(&Report::kptfile(&error), err);

@@ -187,6 +187,25 @@ impl Scan {
     pub fn bytes(&self, relative: &str) -> Option<&Arc<[u8]>> {
         self.entry(relative)?.file.as_ref()?.bytes.as_ref().ok()
     }
+
+    /// The root package's Kptfile, decoded and validated, from the bytes
+    /// the walk read (from the disk when it kept none): the render, its
+    /// dry run and `watch` read the tree once.
+    pub fn root_kptfile(
+        &self,
+        root: &Path,
+    ) -> Result<crate::pkg::kptfile::Kptfile, crate::pkg::kptfile::KptfileError> {
+        crate::hydrate::load_root_with(root, |path| {
+            match path
+                .strip_prefix(root)
+                .ok()
+                .and_then(|relative| self.bytes(&relative.to_string_lossy()))
+            {
+                Some(bytes) => Ok(bytes.clone()),
+                None => std::fs::read(path).map(Arc::from),
+            }
+        })
+    }
 }
 
 /// `dir/name`, or `name` at the root.
