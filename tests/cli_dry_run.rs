@@ -113,7 +113,7 @@ fn dry_run_predicts_the_render_and_writes_nothing() {
         Some("would run 3 of 3 packages: 2 not in the cache, 1 with a subpackage that runs")
     );
     assert!(
-        stdout.contains("  run  db: not in the cache")
+        stdout.contains("  run  db: never ran with this cache\n")
             && stdout.contains("  run  .: a subpackage runs"),
         "{stdout}"
     );
@@ -134,11 +134,39 @@ fn dry_run_predicts_the_render_and_writes_nothing() {
     let dry = dry_json(&pkg, &cache, &[]);
     assert_eq!(snapshot(&pkg), before, "a dry run wrote into the package");
     assert_eq!(action_of(&dry, "db"), ("run", "not-stored"));
+    let db = dry["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|one| one["package"] == "db")
+        .unwrap();
+    assert_eq!(
+        db["causes"],
+        serde_json::json!([{"cause": "files", "modified": ["config.yaml"]}]),
+        "{db}"
+    );
+    let (_, text, _) = render(&pkg, &cache, &["--dry-run"]);
+    assert!(text.contains("  run  db: config.yaml modified\n"), "{text}");
     assert_eq!(action_of(&dry, "."), ("run", "subpackage-runs"));
     assert_eq!(action_of(&dry, "web"), ("cached", "local"));
     assert_eq!(dry["summary"]["run"], 2);
     assert_eq!(dry["summary"]["cached_local"], 1);
-    assert_eq!(render_counting(&pkg, &cache), 2);
+    // The render says the same in --stats: why each package ran.
+    let stats = pkg.parent().unwrap().join("stats.json");
+    let stats_arg = stats.display().to_string();
+    let (code, _, stderr) = render(&pkg, &cache, &["--stats", &stats_arg]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(stats["pipelines_run"], 2);
+    assert_eq!(
+        stats["reran"],
+        serde_json::json!([
+            {"package": ".", "causes": [{"cause": "subpackages", "changed": ["db"]}]},
+            {"package": "db", "causes": [{"cause": "files", "modified": ["config.yaml"]}]},
+        ]),
+        "{stats}"
+    );
 }
 
 /// A second machine (empty local cache) sharing a remote: the dry run says

@@ -501,3 +501,52 @@ fn a_yaml_error_on_a_terminal_points_at_the_line() {
     assert!(screen.contains("bad.yaml:7:4"), "{screen}");
     assert!(screen.contains("  b: c"), "{screen}");
 }
+
+/// On a terminal, a render that ran packages whose runs are kept says in
+/// one line how many and why; piped, it prints kpt's output only.
+#[test]
+fn a_render_on_a_terminal_says_why_packages_ran() {
+    let work = scratch(2, "unused");
+    let kptfile = |name: &str| {
+        format!(
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: {name}\npipeline:\n  mutators:\n    - image: ghcr.io/kptdev/krm-functions-catalog/set-labels:latest\n      configMap:\n        tier: {name}\n"
+        )
+    };
+    for (dir, name) in [
+        (work.pkg.clone(), "root"),
+        (work.pkg.join("child-000"), "child-000"),
+        (work.pkg.join("child-001"), "child-001"),
+    ] {
+        std::fs::write(dir.join("Kptfile"), kptfile(name)).expect("Kptfile");
+    }
+    let pkg = work.pkg.to_str().expect("utf-8 path");
+    let mut first = Terminal::krender(&["fn", "render", pkg], &work.pkg, &work.cache);
+    assert_eq!(first.exit_code(), 0, "{}", first.screen());
+    assert!(
+        plain_lines(&first.screen()).any(|line| line == "ran 3 of 3 packages (first run: 3)"),
+        "{}",
+        first.screen()
+    );
+    let file = work.pkg.join("child-001/cm.yaml");
+    let text = std::fs::read_to_string(&file).expect("read");
+    std::fs::write(&file, text.replace("PLACEHOLDER", "edited")).expect("edit");
+    let mut second = Terminal::krender(&["fn", "render", pkg], &work.pkg, &work.cache);
+    assert_eq!(second.exit_code(), 0, "{}", second.screen());
+    assert!(
+        plain_lines(&second.screen())
+            .any(|line| line
+                == "ran 2 of 3 packages (files changed: 1, subpackage output changed: 1)"),
+        "{}",
+        second.screen()
+    );
+    // Piped: kpt's output, no summary line.
+    std::fs::write(&file, text.replace("PLACEHOLDER", "again")).expect("edit");
+    let output = crate::support::krender_command()
+        .args(["fn", "render", pkg])
+        .env("KRENDER_CACHE_DIR", &work.cache)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("packages ("), "{stderr}");
+}

@@ -304,7 +304,7 @@ fn dry_run_text(predictions: &[crate::engine::oneshot::PackagePrediction]) -> St
     };
     let mut causes: Vec<(WhyRun, usize)> = Vec::new();
     for one in predictions {
-        if let Prediction::Run { why } = one.prediction {
+        if let Prediction::Run { why, .. } = one.prediction {
             match causes.iter_mut().find(|(seen, _)| *seen == why) {
                 Some((_, count)) => *count += 1,
                 None => causes.push((why, 1)),
@@ -347,9 +347,17 @@ fn dry_run_text(predictions: &[crate::engine::oneshot::PackagePrediction]) -> St
     }
     let mut text = line + "\n";
     for one in predictions {
-        match one.prediction {
-            Prediction::Run { why } => {
-                text.push_str(&format!("  run  {}: {}\n", one.package, why_text(why)));
+        match &one.prediction {
+            Prediction::Run { why, causes } if causes.is_empty() => {
+                text.push_str(&format!("  run  {}: {}\n", one.package, why_text(*why)));
+            }
+            Prediction::Run { causes, .. } => {
+                let described: Vec<String> = causes.iter().map(|cause| cause.describe()).collect();
+                text.push_str(&format!(
+                    "  run  {}: {}\n",
+                    one.package,
+                    described.join("; ")
+                ));
             }
             Prediction::Unreadable => {
                 text.push_str(&format!(
@@ -496,6 +504,49 @@ struct RenderStats {
     /// What the remote cache did, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     remote: Option<crate::engine::remote::RemoteStats>,
+    /// Each package that ran though its runs are kept, with why.
+    reran: Vec<Reran>,
+}
+
+/// A package that ran, with why (`--stats`).
+#[derive(Debug, serde::Serialize)]
+struct Reran {
+    /// Its path relative to the root (`.` for the root).
+    package: String,
+    /// What changed since its last run.
+    causes: Vec<crate::engine::explain::Cause>,
+}
+
+/// `ran 4 of 1,000 packages (files changed: 1, subpackage output
+/// changed: 3)`, each package counted under its first cause; `None` when
+/// nothing that is kept ran.
+fn reran_line(ran: &crate::engine::oneshot::OnceStats) -> Option<String> {
+    // (rank, kind, packages): a package's own changes before those it
+    // inherits.
+    let mut kinds: Vec<(u8, &str, usize)> = Vec::new();
+    for (_, causes) in &ran.reran {
+        let Some(cause) = causes.first() else {
+            continue;
+        };
+        match kinds.iter_mut().find(|(_, seen, _)| *seen == cause.kind()) {
+            Some((_, _, count)) => *count += 1,
+            None => kinds.push((cause.rank(), cause.kind(), 1)),
+        }
+    }
+    if kinds.is_empty() {
+        return None;
+    }
+    kinds.sort_by_key(|(rank, _, _)| *rank);
+    let parts: Vec<String> = kinds
+        .iter()
+        .map(|(_, kind, count)| format!("{kind}: {}", group_digits(*count)))
+        .collect();
+    Some(format!(
+        "ran {} of {} packages ({})",
+        group_digits(ran.reran.len()),
+        group_digits(ran.packages),
+        parts.join(", ")
+    ))
 }
 
 /// Phase times of a render, in milliseconds.
@@ -616,6 +667,17 @@ fn render_and_apply(
     stats.packages = ran.packages;
     stats.pipelines_run = ran.pipelines_run;
     stats.action_cache_hits = ran.action_cache_hits;
+    stats.reran = ran
+        .reran
+        .iter()
+        .map(|(package, causes)| Reran {
+            package: package.clone(),
+            causes: causes.clone(),
+        })
+        .collect();
+    // One line on a terminal says why packages ran (kpt's output is left
+    // as kpt's where it is read by a program).
+    let terminal = bar.is_some();
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -680,7 +742,10 @@ fn render_and_apply(
                 && !out.failed
                 && !err.failed
             {
-                check.record(out.copy, err.copy);
+                check.record(out.copy, std::mem::take(&mut err.copy));
+            }
+            if terminal && let Some(line) = reran_line(&ran) {
+                let _ = writeln!(err, "{line}");
             }
             0
         }

@@ -138,7 +138,7 @@ impl Walk<'_> {
         match outcome {
             Outcome::ReadFailed(error) => return Ok(Err((None, error.clone()))),
             Outcome::Done(_) => {}
-            Outcome::Skipped | Outcome::Failed(_) | Outcome::WouldRun(_) => {
+            Outcome::Skipped | Outcome::Failed(_) | Outcome::WouldRun(..) => {
                 if let Err(error) = self.parse_own(index) {
                     return Ok(Err((None, error)));
                 }
@@ -210,7 +210,7 @@ impl Walk<'_> {
             // Every subpackage succeeded and the files read: only a
             // cancelled render or an unreadable stored output skips it.
             // (A dry run is never assembled.)
-            Outcome::Skipped | Outcome::ReadFailed(_) | Outcome::WouldRun(_) => Err(Incomplete),
+            Outcome::Skipped | Outcome::ReadFailed(_) | Outcome::WouldRun(..) => Err(Incomplete),
         }
     }
 

@@ -343,7 +343,7 @@ impl Walk<'_> {
                 }
             }
             Outcome::ReadFailed(error) => Err((None, error)),
-            Outcome::Skipped | Outcome::WouldRun(_) => Err((None, unreadable(&self.plan.root))),
+            Outcome::Skipped | Outcome::WouldRun(..) => Err((None, unreadable(&self.plan.root))),
         }
     }
 

@@ -47,8 +47,9 @@ pub enum Outcome {
     Failed(Box<PackageRun>),
     /// It succeeded, here or in an earlier render.
     Done(Done),
-    /// A dry run: it would run, for this reason.
-    WouldRun(WhyRun),
+    /// A dry run: it would run, for this reason (and, when its key is not
+    /// stored, what changed since its last run).
+    WouldRun(WhyRun, Vec<super::explain::Cause>),
 }
 
 /// Why a dry run finds that a package would run.
@@ -76,6 +77,8 @@ pub struct Done {
     pub hit: bool,
     /// Where a hit was found (an earlier execution's: local).
     pub origin: Option<super::store::Origin>,
+    /// Why it ran (empty for a hit, or a run that is never stored).
+    pub causes: Vec<super::explain::Cause>,
     /// The key it was looked up and stored under, when it has one.
     pub key: Option<Digest>,
 }
@@ -246,7 +249,7 @@ pub fn execute(
         match outcome {
             Outcome::Done(done) if done.hit => stats.hits += 1,
             Outcome::Done(_) | Outcome::Failed(_) => stats.pipelines_run += 1,
-            Outcome::Skipped | Outcome::ReadFailed(_) | Outcome::WouldRun(_) => {}
+            Outcome::Skipped | Outcome::ReadFailed(_) | Outcome::WouldRun(..) => {}
         }
     }
     let execution = Execution {
@@ -289,8 +292,8 @@ fn run_one(
         match slots.get(child).map(Mutex::lock) {
             Some(Ok(slot)) => match (slot.record(), &*slot) {
                 (Some(record), _) => digests.push(record.output_digest),
-                (None, Outcome::WouldRun(_)) => {
-                    return Outcome::WouldRun(WhyRun::SubpackageRuns);
+                (None, Outcome::WouldRun(..)) => {
+                    return Outcome::WouldRun(WhyRun::SubpackageRuns, Vec::new());
                 }
                 (None, _) => return Outcome::Skipped,
             },
@@ -301,12 +304,18 @@ fn run_one(
         Some((key, stored)) => (Some(key), stored),
         None => (None, false),
     };
+    // What its key covers, to say why it runs when the store misses.
+    let parts = || super::explain::KeyParts::of(context, plan, pkg, &digests).filter(|_| stored);
     if mode.dry {
         return match key {
-            None if context.policy.is_none() => Outcome::WouldRun(WhyRun::CacheOff),
-            None => Outcome::WouldRun(WhyRun::NotCacheable),
-            Some(_) => lookup(source, key, stored, mode, known)
-                .unwrap_or(Outcome::WouldRun(WhyRun::NotStored)),
+            None if context.policy.is_none() => Outcome::WouldRun(WhyRun::CacheOff, Vec::new()),
+            None => Outcome::WouldRun(WhyRun::NotCacheable, Vec::new()),
+            Some(_) => lookup(source, key, stored, mode, known).unwrap_or_else(|| {
+                let causes = parts()
+                    .map(|parts| super::explain::causes(context, source.store, &pkg.rel, &parts))
+                    .unwrap_or_default();
+                Outcome::WouldRun(WhyRun::NotStored, causes)
+            }),
         };
     }
     // Recording a tree runs nothing that is not remembered, and nothing
@@ -316,6 +325,20 @@ fn run_one(
     }
     if let Some(found) = lookup(source, key, stored, mode, known) {
         return found;
+    }
+    let parts = parts();
+    let causes = parts
+        .as_ref()
+        .map(|parts| super::explain::causes(context, source.store, &pkg.rel, parts))
+        .unwrap_or_default();
+    if !causes.is_empty() {
+        let text: Vec<String> = causes.iter().map(super::explain::Cause::describe).collect();
+        tracing::info!(
+            target: "krender::explain",
+            package = %if pkg.rel.is_empty() { "." } else { pkg.rel.as_str() },
+            "runs: {}",
+            text.join("; ")
+        );
     }
     let started = Instant::now();
     let files: Vec<crate::pkg::reader::PackageFile> = pkg
@@ -341,7 +364,7 @@ fn run_one(
         };
         input.extend(output.iter().cloned());
     }
-    run_input(
+    let outcome = run_input(
         context,
         source,
         plan,
@@ -354,7 +377,14 @@ fn run_one(
             outer: &pkg.path,
             started,
         },
-    )
+    );
+    match (outcome, parts) {
+        (Outcome::Done(done), Some(parts)) => {
+            super::explain::remember(context, source.store, &pkg.rel, &parts);
+            Outcome::Done(Done { causes, ..done })
+        }
+        (outcome, _) => outcome,
+    }
 }
 
 /// A run's record from this context's last execution or the store, when
@@ -372,6 +402,7 @@ pub(crate) fn lookup(
             record: record.clone(),
             hit: true,
             origin: Some(super::store::Origin::Local),
+            causes: Vec::new(),
             key,
         }));
     }
@@ -384,6 +415,7 @@ pub(crate) fn lookup(
         record: std::sync::Arc::new(record),
         hit: true,
         origin: Some(origin),
+        causes: Vec::new(),
         key,
     }))
 }
@@ -542,6 +574,7 @@ pub(crate) fn run_input(
             record: std::sync::Arc::new(record),
             hit: false,
             origin: None,
+            causes: Vec::new(),
             key,
         });
     }
@@ -596,6 +629,7 @@ pub(crate) fn run_input(
         record: std::sync::Arc::new(record),
         hit: false,
         origin: None,
+        causes: Vec::new(),
         key,
     })
 }
@@ -1018,6 +1052,22 @@ pub(crate) fn key_pipeline(
         key.text(&plan.root.display().to_string());
     }
     Some(stored)
+}
+
+/// The identities of `pkg`'s functions, in pipeline order (what
+/// [`key_pipeline`] keys them by); `None` when one is not known to be pure.
+pub(crate) fn function_identities(
+    context: &RenderContext,
+    pkg: &PlannedPackage,
+) -> Option<Vec<String>> {
+    let policy = context.policy.as_ref()?;
+    let pipeline = &pkg.kptfile.pipeline;
+    pipeline
+        .mutators
+        .iter()
+        .chain(&pipeline.validators)
+        .map(|function| function_identity(policy, function, &context.options.image_prefix))
+        .collect()
 }
 
 /// The identity of `function` for keys (`builtin:set-namespace\0image`),

@@ -6,6 +6,7 @@ pub(crate) mod bfs;
 pub mod cache;
 pub mod db;
 pub mod executor;
+pub mod explain;
 pub(crate) mod files;
 pub mod levels;
 pub mod manifest;

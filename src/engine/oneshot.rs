@@ -13,7 +13,7 @@ use crate::hydrate::{self, RenderOutcome};
 use crate::pkg::kptfile::{self, Kptfile};
 
 /// What a one-shot render ran, for `--stats`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OnceStats {
     /// Packages in the tree.
     pub packages: usize,
@@ -21,6 +21,31 @@ pub struct OnceStats {
     pub pipelines_run: usize,
     /// Pipelines answered from the action cache.
     pub action_cache_hits: usize,
+    /// The packages that ran though their runs are kept (root-relative,
+    /// `.` for the root), with why (depth-first renders).
+    pub reran: Vec<(String, Vec<super::explain::Cause>)>,
+}
+
+/// The packages of `execution` that ran with causes, in plan order.
+fn reran(
+    plan: &super::plan::Plan,
+    execution: &super::executor::Execution,
+) -> Vec<(String, Vec<super::explain::Cause>)> {
+    plan.packages
+        .iter()
+        .zip(&execution.outcomes)
+        .filter_map(|(pkg, outcome)| match outcome {
+            super::executor::Outcome::Done(done) if !done.hit && !done.causes.is_empty() => {
+                let name = if pkg.rel.is_empty() {
+                    "."
+                } else {
+                    pkg.rel.as_str()
+                };
+                Some((name.to_owned(), done.causes.clone()))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Renders the tree at `context.root` once, printing kpt's progress lines to
@@ -55,6 +80,7 @@ pub fn render_once(
             packages: outcome.n_packages.max(plan.packages.len()),
             pipelines_run: ran.pipelines_run,
             action_cache_hits: ran.hits,
+            reran: Vec::new(),
         };
         return (outcome, stats);
     }
@@ -86,6 +112,7 @@ pub fn render_once(
             &mut buffered,
         ) {
             Ok(outcome) => {
+                let reran = reran(&plan, &execution);
                 // A whole tree's resources: freed off the render's path.
                 super::executor::free_in_background(execution);
                 let _ = log.write_all(&buffered);
@@ -93,6 +120,7 @@ pub fn render_once(
                     packages: outcome.n_packages.max(plan.packages.len()),
                     pipelines_run: ran.pipelines_run,
                     action_cache_hits: ran.hits,
+                    reran,
                 };
                 return (outcome, stats);
             }
@@ -346,6 +374,9 @@ pub enum Prediction {
     Run {
         /// Why.
         why: super::executor::WhyRun,
+        /// What changed since its last run, when its key is not stored.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        causes: Vec<super::explain::Cause>,
     },
     /// A render would not reach it: its files or subpackages do not read
     /// (the render reports why).
@@ -412,7 +443,10 @@ pub fn dry_run(
                 super::executor::Outcome::Done(done) => Prediction::Cached {
                     from: done.origin.unwrap_or(super::store::Origin::Local),
                 },
-                super::executor::Outcome::WouldRun(why) => Prediction::Run { why: *why },
+                super::executor::Outcome::WouldRun(why, causes) => Prediction::Run {
+                    why: *why,
+                    causes: causes.clone(),
+                },
                 _ => Prediction::Unreadable,
             },
         })

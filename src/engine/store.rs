@@ -228,6 +228,28 @@ impl Store {
         found
     }
 
+    /// A note kept under `key` in this machine's store only (never asked
+    /// of the remote).
+    pub(crate) fn note(&self, key: &Digest) -> Option<Bytes> {
+        self.local_get(&action_key(key))
+    }
+
+    /// Keeps `bytes` as a note under `key`, in this machine's store only:
+    /// what is worth nothing elsewhere (see [`super::explain`]).
+    pub(crate) fn put_note(&self, key: &Digest, bytes: &[u8]) {
+        let key = action_key(key);
+        if let Some(memory) = &self.memory
+            && let Ok(mut memory) = memory.lock()
+        {
+            memory.insert(key, Arc::from(bytes));
+        }
+        if let Some(local) = &self.local
+            && let Err(error) = local.put(&key, &[bytes])
+        {
+            tracing::debug!(target: "krender::store", %error, "store write failed");
+        }
+    }
+
     /// Keeps `bytes` as the action entry under `key`.
     pub(crate) fn put_action(&self, key: &Digest, bytes: &[u8]) {
         self.put(Table::Actions, &action_key(key), bytes);
