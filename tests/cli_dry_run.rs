@@ -1,5 +1,6 @@
-//! `fn render --dry-run`: every key computed and looked up, nothing run or
-//! written; what it predicts is what the render then does.
+//! Seeing into a render: `fn render --dry-run` (every key computed and
+//! looked up, nothing run or written; what it predicts is what the render
+//! then does), why packages ran, and `--timings`.
 
 use crate::support::{krender_command, snapshot};
 use std::path::Path;
@@ -208,4 +209,55 @@ fn dry_run_names_the_cache_each_run_comes_from() {
         stderr.contains("--dry-run answers only depth-first renders"),
         "{stderr}"
     );
+}
+
+/// `--timings FILE`: Chrome trace events, the render's phases on track 0
+/// and one complete event per package on a worker's track, `run` cold and
+/// `cached` when the action cache answers.
+#[test]
+fn timings_trace_every_package_on_a_worker_track() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("pkg");
+    let cache = temp.path().join("cache");
+    write_tree(&pkg);
+    let trace = temp.path().join("trace.json");
+    let trace_arg = trace.display().to_string();
+    let events = |args: &[&str]| {
+        let (code, _, stderr) = render(&pkg, &cache, args);
+        assert_eq!(code, Some(0), "{stderr}");
+        let trace: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+        trace["traceEvents"].as_array().unwrap().clone()
+    };
+    let cold = events(&["--timings", &trace_arg]);
+    let complete: Vec<&serde_json::Value> = cold.iter().filter(|e| e["ph"] == "X").collect();
+    let phases: Vec<&str> = complete
+        .iter()
+        .filter(|e| e["tid"] == 0)
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        phases.contains(&"render") && phases.contains(&"write"),
+        "{phases:?}"
+    );
+    let mut packages: Vec<(&str, &str)> = complete
+        .iter()
+        .filter(|e| e["tid"] != 0)
+        .map(|e| (e["name"].as_str().unwrap(), e["cat"].as_str().unwrap()))
+        .collect();
+    packages.sort();
+    assert_eq!(packages, [(".", "run"), ("db", "run"), ("web", "run")]);
+    for event in complete {
+        assert!(
+            event["ts"].as_u64().is_some() && event["dur"].as_u64().is_some(),
+            "{event}"
+        );
+    }
+    // The render after it is answered from the action cache.
+    let next = events(&["--timings", &trace_arg, "-o", "stdout"]);
+    let cached = next
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"] != 0 && e["cat"] == "cached")
+        .count();
+    assert_eq!(cached, 3, "{next:?}");
 }

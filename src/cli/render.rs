@@ -166,6 +166,15 @@ pub(super) fn run(
         err,
     );
     stats.phases.total_ms = started.elapsed().as_millis();
+    if let Some(path) = &args.timings
+        && let Err(error) = write_timings(path, started, &stats)
+    {
+        let _ = writeln!(
+            err,
+            "krender: cannot write --timings file {}: {error}",
+            path.display()
+        );
+    }
     if let Some(path) = &args.stats {
         stats.exit_code = code;
         if let Err(error) = stats.write(path) {
@@ -506,6 +515,62 @@ struct RenderStats {
     remote: Option<crate::engine::remote::RemoteStats>,
     /// Each package that ran though its runs are kept, with why.
     reran: Vec<Reran>,
+    /// Each package's turn on the executor (for `--timings`).
+    #[serde(skip)]
+    spans: Vec<crate::engine::oneshot::PackageSpan>,
+}
+
+/// Writes `--timings`: Chrome trace events (complete events, µs since the
+/// command started) for the render's phases on track 0, and each package
+/// on the track of the worker that ran or looked it up.
+fn write_timings(
+    path: &Path,
+    epoch: std::time::Instant,
+    stats: &RenderStats,
+) -> std::io::Result<()> {
+    let micros = |at: std::time::Instant| at.saturating_duration_since(epoch).as_micros() as u64;
+    let mut events = vec![
+        serde_json::json!({"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "krender fn render"}}),
+        serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "phases"}}),
+    ];
+    let phases = &stats.phases;
+    let mut at: u128 = 0;
+    for (name, ms) in [
+        ("read and manifest", phases.manifest_ms),
+        ("render", phases.render_ms),
+        ("write", phases.write_ms),
+        ("record", phases.record_ms),
+    ] {
+        if ms > 0 {
+            events.push(serde_json::json!({
+                "name": name, "cat": "phase", "ph": "X", "pid": 1, "tid": 0,
+                "ts": at * 1000, "dur": ms * 1000,
+            }));
+        }
+        at += ms;
+    }
+    let mut threads = std::collections::BTreeSet::new();
+    for span in &stats.spans {
+        let tid = span.thread + 1;
+        threads.insert(tid);
+        events.push(serde_json::json!({
+            "name": span.package,
+            "cat": if span.hit { "cached" } else { "run" },
+            "ph": "X", "pid": 1, "tid": tid,
+            "ts": micros(span.start),
+            "dur": span.end.saturating_duration_since(span.start).as_micros() as u64,
+            "args": {"package": span.package, "cached": span.hit},
+        }));
+    }
+    for tid in threads {
+        events.push(serde_json::json!({
+            "name": "thread_name", "ph": "M", "pid": 1, "tid": tid,
+            "args": {"name": format!("worker {tid}")},
+        }));
+    }
+    let trace = serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms"});
+    let text = serde_json::to_string(&trace).map_err(std::io::Error::other)?;
+    std::fs::write(path, text + "\n")
 }
 
 /// A package that ran, with why (`--stats`).
@@ -667,6 +732,7 @@ fn render_and_apply(
     stats.packages = ran.packages;
     stats.pipelines_run = ran.pipelines_run;
     stats.action_cache_hits = ran.action_cache_hits;
+    stats.spans = ran.timings.clone();
     stats.reran = ran
         .reran
         .iter()

@@ -104,11 +104,26 @@ pub struct ExecStats {
     pub hits: usize,
 }
 
+/// When one package was run or looked up, and on which worker.
+#[derive(Clone, Debug)]
+pub struct PackageTiming {
+    /// The package's plan index.
+    pub index: usize,
+    /// The rayon worker (0 off the pool).
+    pub thread: usize,
+    /// When its turn started and ended.
+    pub start: Instant,
+    /// When it ended.
+    pub end: Instant,
+}
+
 /// What the executor did: each package's run, by plan index, and the
 /// resources it holds.
 pub struct Execution {
     /// Each package's outcome.
     pub outcomes: Vec<Outcome>,
+    /// When each package that was reached ran or was looked up.
+    pub timings: Vec<PackageTiming>,
     /// What ran.
     pub stats: ExecStats,
     /// The resources parsed or made in this render.
@@ -217,6 +232,7 @@ pub fn execute(
     let done = AtomicUsize::new(0);
     let total = plan.packages.len();
     let nodes = NodeCache::default();
+    let timings = Mutex::new(Vec::with_capacity(plan.packages.len()));
     let source = Source::new(store, &plan.root_path, &nodes, &context.build, mode.lookups);
     in_pool(jobs, || {
         for level in &plan.levels {
@@ -224,7 +240,16 @@ pub fn execute(
                 if only.is_some_and(|only| !only.contains(&index)) {
                     return;
                 }
+                let start = Instant::now();
                 let outcome = run_one(context, &source, plan, index, &slots, mode, known);
+                if let Ok(mut timings) = timings.lock() {
+                    timings.push(PackageTiming {
+                        index,
+                        thread: rayon::current_thread_index().map_or(0, |thread| thread + 1),
+                        start,
+                        end: Instant::now(),
+                    });
+                }
                 if let Some(slot) = slots.get(index)
                     && let Ok(mut slot) = slot.lock()
                 {
@@ -254,6 +279,7 @@ pub fn execute(
     }
     let execution = Execution {
         outcomes,
+        timings: timings.into_inner().unwrap_or_default(),
         stats,
         nodes,
     };

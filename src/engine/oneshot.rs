@@ -24,6 +24,49 @@ pub struct OnceStats {
     /// The packages that ran though their runs are kept (root-relative,
     /// `.` for the root), with why (depth-first renders).
     pub reran: Vec<(String, Vec<super::explain::Cause>)>,
+    /// When each package ran or was looked up (depth-first renders).
+    pub timings: Vec<PackageSpan>,
+}
+
+/// One package's turn on the executor, for `--timings`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackageSpan {
+    /// The package, relative to the root (`.` for the root).
+    pub package: String,
+    /// The rayon worker it ran on (0 off the pool).
+    pub thread: usize,
+    /// When it started and ended.
+    pub start: std::time::Instant,
+    /// When it ended.
+    pub end: std::time::Instant,
+    /// Answered from a cache.
+    pub hit: bool,
+}
+
+/// The executor's timings, by package name.
+fn spans(plan: &super::plan::Plan, execution: &super::executor::Execution) -> Vec<PackageSpan> {
+    execution
+        .timings
+        .iter()
+        .filter_map(|timing| {
+            let pkg = plan.packages.get(timing.index)?;
+            let hit = matches!(
+                execution.outcomes.get(timing.index),
+                Some(super::executor::Outcome::Done(done)) if done.hit
+            );
+            Some(PackageSpan {
+                package: if pkg.rel.is_empty() {
+                    ".".to_owned()
+                } else {
+                    pkg.rel.clone()
+                },
+                thread: timing.thread,
+                start: timing.start,
+                end: timing.end,
+                hit,
+            })
+        })
+        .collect()
 }
 
 /// The packages of `execution` that ran with causes, in plan order.
@@ -81,6 +124,7 @@ pub fn render_once(
             pipelines_run: ran.pipelines_run,
             action_cache_hits: ran.hits,
             reran: Vec::new(),
+            timings: Vec::new(),
         };
         return (outcome, stats);
     }
@@ -113,6 +157,7 @@ pub fn render_once(
         ) {
             Ok(outcome) => {
                 let reran = reran(&plan, &execution);
+                let timings = spans(&plan, &execution);
                 // A whole tree's resources: freed off the render's path.
                 super::executor::free_in_background(execution);
                 let _ = log.write_all(&buffered);
@@ -121,6 +166,7 @@ pub fn render_once(
                     pipelines_run: ran.pipelines_run,
                     action_cache_hits: ran.hits,
                     reran,
+                    timings,
                 };
                 return (outcome, stats);
             }
