@@ -209,6 +209,12 @@ pub struct FnRenderArgs {
         conflicts_with_all = ["output", "check", "trace", "shard"]
     )]
     pub dry_run: Option<DryRunFormat>,
+    /// Write a Chrome trace-event JSON of the render to this file (opens
+    /// in Perfetto and chrome://tracing): the render's phases, and each
+    /// package's turn on the worker that ran or looked it up
+    /// (krender-only).
+    #[arg(long = "timings", value_name = "FILE")]
+    pub timings: Option<PathBuf>,
 }
 
 /// How `fn render --dry-run` prints.
@@ -265,12 +271,6 @@ pub struct RenderArgs {
     /// phase times) to this file (krender-only).
     #[arg(long = "stats", value_name = "FILE")]
     pub stats: Option<PathBuf>,
-    /// Write a Chrome trace-event JSON of the render to this file (opens
-    /// in Perfetto and chrome://tracing): the render's phases, and each
-    /// package's turn on the worker that ran or looked it up
-    /// (krender-only).
-    #[arg(long = "timings", value_name = "FILE")]
-    pub timings: Option<PathBuf>,
 }
 
 /// Flags of `fn eval`.

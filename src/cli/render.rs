@@ -166,7 +166,7 @@ pub(super) fn run(
         err,
     );
     stats.phases.total_ms = started.elapsed().as_millis();
-    if let Some(path) = &args.timings
+    if let Some(path) = &command.timings
         && let Err(error) = write_timings(path, started, &stats)
     {
         let _ = writeln!(
