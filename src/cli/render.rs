@@ -188,6 +188,27 @@ pub(super) fn run(
     code
 }
 
+/// The cache directory (none with `--no-cache`, or when `use_cache` is
+/// false) and the remote opened beside it.
+fn caches(
+    args: &RenderArgs,
+    root: &Path,
+    use_cache: bool,
+) -> Result<
+    (
+        Option<PathBuf>,
+        Option<std::sync::Arc<crate::engine::remote::RemoteCache>>,
+    ),
+    Report,
+> {
+    let cache_dir = args.cache.options().resolved_dir().filter(|_| use_cache);
+    let remote = match &cache_dir {
+        Some(_) => super::cache::open_remote(&args.cache, &super::config_path(Some(root)))?,
+        None => None,
+    };
+    Ok((cache_dir, remote))
+}
+
 /// `fn render --dry-run`: what a render would run and why, what would come
 /// from which cache; nothing runs, nothing in the package is written.
 fn render_dry_run(
@@ -198,17 +219,12 @@ fn render_dry_run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    let cache_dir = args.cache.options().resolved_dir();
-    let remote = match cache_dir
-        .as_ref()
-        .map(|_| super::cache::open_remote(&args.cache, &super::config_path(Some(root))))
-    {
-        Some(Err(report)) => {
+    let (cache_dir, remote) = match caches(args, root, true) {
+        Ok(caches) => caches,
+        Err(report) => {
             print_report(&report, err);
             return 1;
         }
-        Some(Ok(remote)) => remote,
-        None => None,
     };
     // Read-only: nothing is written in place.
     let _session = match super::rpkg::open_for_render(root, false, err) {
@@ -650,21 +666,12 @@ fn render_and_apply(
     err: &mut dyn Write,
 ) -> i32 {
     // A trace shows steps running: nothing is answered from a cache.
-    let cache_dir = args
-        .cache
-        .options()
-        .resolved_dir()
-        .filter(|_| trace.is_none());
-    let remote = match cache_dir
-        .as_ref()
-        .map(|_| super::cache::open_remote(&args.cache, &super::config_path(Some(root))))
-    {
-        Some(Err(report)) => {
+    let (cache_dir, remote) = match caches(args, root, trace.is_none()) {
+        Ok(caches) => caches,
+        Err(report) => {
             print_report(&report, err);
             return 1;
         }
-        Some(Ok(remote)) => remote,
-        None => None,
     };
     let phase = std::time::Instant::now();
     // The one walk of the tree: every file read and hashed once.
