@@ -218,3 +218,35 @@ fn kpts_other_flags_are_accepted_or_refused_as_kpt_does() {
         "error: --include-meta-resources is no longer necessary because meta resources are now included by default\n"
     );
 }
+
+/// A typo of one of krender's own commands gets krender's "did you mean"
+/// (exit 2) instead of going to kpt; a typo nearer to a kpt command still
+/// goes to kpt, which has its own suggestions.
+#[test]
+fn a_typo_of_a_krender_command_is_not_handed_to_kpt() {
+    let bin = fake_kpt();
+    let run = |args: &[&str]| {
+        krender_command()
+            .args(args)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.path().display()))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for (args, meant) in [
+        (&["wacth", "pkg"][..], "'watch'"),
+        (&["fn", "rendr", "pkg"][..], "'fn render'"),
+    ] {
+        let output = run(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?} reached kpt");
+        assert!(
+            stderr.contains(&format!("tip: a similar subcommand exists: {meant}")),
+            "{stderr}"
+        );
+    }
+    let output = run(&["lve", "apply"]);
+    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "kpt got: lve apply\n");
+}

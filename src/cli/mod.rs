@@ -139,7 +139,7 @@ fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
         Command::Kpt(_)
         | Command::Fn {
             command: FnCommand::Kpt(_),
-        } => kpt::hand_over(words, &mut err),
+        } => kpt::hand_over_or_suggest(words, &mut err),
     };
     let _ = out.flush();
     let _ = err.flush();
