@@ -248,5 +248,17 @@ fn a_typo_of_a_krender_command_is_not_handed_to_kpt() {
     }
     let output = run(&["lve", "apply"]);
     assert_eq!(output.status.code(), Some(3));
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "kpt got: lve apply\n");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "kpt got: lve apply\n"
+    );
+}
+
+/// `krender --help` says where the commands it does not list go.
+#[test]
+fn help_says_other_commands_go_to_kpt() {
+    let output = krender_command().arg("--help").output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("is handed to kpt"), "{stdout}");
 }

@@ -8,7 +8,14 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 
 /// krender: kpt-compatible rendering of configuration packages.
 #[derive(Debug, Parser)]
-#[command(name = "krender", version, about, long_about = None, disable_help_subcommand = true)]
+#[command(
+    name = "krender",
+    version,
+    about,
+    long_about = None,
+    disable_help_subcommand = true,
+    after_help = "Any other command (pkg, live, alpha, fn doc, ...) is handed to kpt, with the same arguments and streams."
+)]
 pub struct Cli {
     /// The command to run.
     #[command(subcommand)]
