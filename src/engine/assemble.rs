@@ -68,20 +68,9 @@ pub fn assemble(
         }
         Err((partial, error)) => (partial.map(Resources::Owned), Some(error)),
     };
-    Ok(RenderOutcome {
-        root: plan.root.clone(),
-        resources,
-        error,
-        save_on_failure,
-        attribution: options.attribution,
-        durability: options.durability,
-        input_files: walk.tally.input_files,
-        mutation_steps: walk.tally.mutation_steps,
-        validation_steps: walk.tally.validation_steps,
-        fn_results: walk.tally.fn_results,
-        executed: walk.tally.executed,
-        n_packages: walk.tally.n_packages,
-    })
+    Ok(walk
+        .tally
+        .outcome(plan, resources, error, save_on_failure, options))
 }
 
 /// What kpt's report gathers from the runs it walks, in its order.
@@ -96,6 +85,31 @@ pub(super) struct Tally {
 }
 
 impl Tally {
+    /// The render's outcome: its output or failure, and kpt's report.
+    pub(super) fn outcome(
+        self,
+        plan: &Plan,
+        resources: Option<Resources>,
+        error: Option<HydrateError>,
+        save_on_failure: bool,
+        options: &RenderOptions,
+    ) -> RenderOutcome {
+        RenderOutcome {
+            root: plan.root.clone(),
+            resources,
+            error,
+            save_on_failure,
+            attribution: options.attribution,
+            durability: options.durability,
+            input_files: self.input_files,
+            mutation_steps: self.mutation_steps,
+            validation_steps: self.validation_steps,
+            fn_results: self.fn_results,
+            executed: self.executed,
+            n_packages: self.n_packages,
+        }
+    }
+
     /// Adds one run's steps and results.
     pub(super) fn steps(
         &mut self,

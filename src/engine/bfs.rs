@@ -113,20 +113,13 @@ pub(crate) fn render_bfs(
         Err((resources, error)) => (resources.map(Resources::Owned), Some(error)),
     };
     let _ = log.write_all(&walk.log);
-    let outcome = RenderOutcome {
-        root: plan.root.clone(),
+    let outcome = walk.tally.outcome(
+        plan,
         resources,
         error,
-        save_on_failure: context.save_on_failure,
-        attribution: context.options.attribution,
-        durability: context.options.durability,
-        input_files: walk.tally.input_files,
-        mutation_steps: walk.tally.mutation_steps,
-        validation_steps: walk.tally.validation_steps,
-        fn_results: walk.tally.fn_results,
-        executed: walk.tally.executed,
-        n_packages: walk.tally.n_packages,
-    };
+        context.save_on_failure,
+        &context.options,
+    );
     let stats = walk.stats;
     free_in_background(nodes);
     (outcome, stats)
