@@ -747,7 +747,7 @@ fn main() {
         // `-o stdout` leaves the tree alone, so the cold render already
         // recorded the root's manifest: drop it before each run to time the
         // function cache.
-        let manifests = krender::engine::manifest::store_dir(&cache);
+        let manifests = krender::engine::cache::manifest_dir(&cache);
         let (warm, warm_out, same, _) = time_median(krender(&builtin_tree, &cache, &[]), |_| {
             let _ = std::fs::remove_dir_all(&manifests);
         });

@@ -153,7 +153,7 @@ fn warm_render_is_byte_identical_and_served_from_the_cache() {
 
     // Without the unchanged tree's manifest (which would answer first),
     // the render is answered from the store: no pipeline runs.
-    std::fs::remove_dir_all(krender::engine::manifest::store_dir(&cache)).unwrap();
+    std::fs::remove_dir_all(krender::engine::cache::manifest_dir(&cache)).unwrap();
     let stats_file = temp.path().join("stats.json");
     let served = render(&pkg, &cache, &["--stats", stats_file.to_str().unwrap()]);
     assert_eq!(served.status.code(), Some(0));
@@ -262,7 +262,7 @@ fn unchanged_tree_is_answered_from_its_manifest() {
             .output()
             .unwrap()
     };
-    let manifests = krender::engine::manifest::store_dir(&cache);
+    let manifests = krender::engine::cache::manifest_dir(&cache);
     // The first render changes the resources (namespaces, labels), the
     // second only the step messages in the Kptfile status ("already
     // ..."); the third finds a fixed point and records it.
@@ -354,7 +354,7 @@ fn exec_functions_declared_pure_are_cached() {
     let run = |pure: bool| {
         // The manifest of the unchanged tree would answer first: drop it,
         // so only the function cache can.
-        let _ = std::fs::remove_dir_all(krender::engine::manifest::store_dir(&cache));
+        let _ = std::fs::remove_dir_all(krender::engine::cache::manifest_dir(&cache));
         let pkg = temp.path().join("app");
         std::fs::create_dir_all(&pkg).unwrap();
         std::fs::write(pkg.join("Kptfile"), &kptfile).unwrap();

@@ -473,10 +473,7 @@ impl CacheArgs {
     /// The engine's view of these flags.
     pub fn options(&self) -> crate::engine::cache::CacheOptions {
         crate::engine::cache::CacheOptions {
-            dir: self
-                .cache_dir
-                .clone()
-                .or_else(super::cache::default_cache_dir),
+            dir: self.cache_dir.clone().or_else(default_cache_dir),
             disabled: self.no_cache,
         }
     }
@@ -639,4 +636,15 @@ pub struct RevisionArgs {
     /// Commit id the revision must still be at (optimistic locking).
     #[arg(long = "commit")]
     pub commit: Option<String>,
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/krender`, else
+/// `$HOME/.cache/krender`; `None` when neither variable is set.
+pub(super) fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
+        return Some(PathBuf::from(xdg).join("krender"));
+    }
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(|home| PathBuf::from(home).join(".cache").join("krender"))
 }

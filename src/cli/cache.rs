@@ -2,13 +2,12 @@
 //! function-result cache, its render manifests and package runs.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use super::args::{CacheCommand, CacheDirArgs};
 use std::time::Duration;
 
+use crate::engine::cache::manifest_dir;
 use crate::engine::cache::{clear, prune, summarize};
-use crate::engine::manifest::store_dir;
 use crate::engine::remote::{RemoteCache, RemoteMode};
 
 /// Runs a cache command and returns the exit code.
@@ -17,7 +16,11 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
         CacheCommand::Stats(args) | CacheCommand::Clear(args) => args,
         CacheCommand::Prune(prune) => &prune.dir,
     };
-    let Some(dir) = args.cache_dir.clone().or_else(default_cache_dir) else {
+    let Some(dir) = args
+        .cache_dir
+        .clone()
+        .or_else(super::args::default_cache_dir)
+    else {
         let _ = writeln!(
             err,
             "Error: no cache directory: set --cache-dir or KRENDER_CACHE_DIR"
@@ -26,7 +29,7 @@ pub(super) fn run(command: &CacheCommand, out: &mut dyn Write, err: &mut dyn Wri
     };
     let result = match command {
         CacheCommand::Stats(_) => summarize(&dir).and_then(|summary| {
-            let manifests = summarize(&store_dir(&dir))?;
+            let manifests = summarize(&manifest_dir(&dir))?;
             let (runs, run_bytes) = crate::engine::store::summarize(&dir).map_err(|error| {
                 crate::engine::cache::CacheError::Cacache {
                     dir: crate::engine::store::store_dir(&dir),
@@ -123,15 +126,4 @@ pub(super) fn remote_warning(remote: &RemoteCache) -> Option<String> {
             stats.corrupt
         )
     })
-}
-
-/// The default cache directory: `$XDG_CACHE_HOME/krender`, else
-/// `$HOME/.cache/krender`; `None` when neither variable is set.
-pub(super) fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
-        return Some(PathBuf::from(xdg).join("krender"));
-    }
-    std::env::var_os("HOME")
-        .filter(|home| !home.is_empty())
-        .map(|home| PathBuf::from(home).join(".cache").join("krender"))
 }

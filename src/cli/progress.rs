@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::engine::session::Progress;
+use crate::engine::pool::Progress;
 
 /// A bar on stderr for a render of several packages, when stderr is a
 /// terminal and the command is not quiet.

@@ -401,7 +401,7 @@ fn group_digits(number: usize) -> String {
     let digits = number.to_string();
     let mut out = String::new();
     for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);
@@ -1139,7 +1139,7 @@ impl ManifestCheck {
             .digest()
         };
         Some(ManifestCheck {
-            dir: manifest::store_dir(dir),
+            dir: crate::engine::cache::manifest_dir(dir),
             key: key(check),
             also_answers: check.then(|| key(false)),
             tree,

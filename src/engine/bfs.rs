@@ -25,12 +25,11 @@ use rayon::prelude::*;
 use super::assemble::Tally;
 use super::db::RenderContext;
 use super::executor::{
-    ExecMode, ExecStats, Job, NodeCache, Outcome, Source, free_in_background, lookup, own_items,
-    run_input,
+    ExecMode, ExecStats, Job, NodeCache, Outcome, Source, lookup, own_items, run_input,
 };
 use super::plan::{Child, Plan};
+use super::pool::{free_in_background, in_pool};
 use super::record::{KeyHasher, replace_marker};
-use super::session::in_pool;
 use crate::hydrate::item::{Digest, Item, ItemFlags};
 use crate::hydrate::{Failure, HydrateError, RenderOutcome, Resources};
 use crate::krm::resource::clean_path;
@@ -80,7 +79,7 @@ pub(crate) fn render_bfs(
         .lock()
         .map(|runs| runs.clone())
         .unwrap_or_default();
-    let mut made = super::executor::Known::new();
+    let mut made = super::db::Known::new();
     let result = in_pool(jobs, || walk.run(mode, &known, &mut made));
     if let Ok(mut runs) = context.runs.lock() {
         *runs = made;
@@ -129,14 +128,14 @@ impl Walk<'_> {
     fn run(
         &mut self,
         mode: ExecMode,
-        known: &super::executor::Known,
-        made: &mut super::executor::Known,
+        known: &super::db::Known,
+        made: &mut super::db::Known,
     ) -> Result<Vec<Item>, Failure> {
         let plan = self.plan;
         let root = plan.root.as_path();
         // Phase 1: every package's own resources, in parallel; failures
         // reported in breadth-first order, as kpt's discovery meets them.
-        let read: Vec<Result<(Vec<Item>, Vec<String>), HydrateError>> = plan
+        let read: Vec<Result<super::executor::OwnItems, HydrateError>> = plan
             .packages
             .par_iter()
             .map(|pkg| {
@@ -224,7 +223,8 @@ impl Walk<'_> {
                 let (output, failure) = self.adopt(outcome)?;
                 // The output goes back to the packages it names.
                 let mut own = Vec::new();
-                let mut routed: HashMap<usize, Vec<Item>> = HashMap::new();
+                let mut routed: std::collections::BTreeMap<usize, Vec<Item>> =
+                    std::collections::BTreeMap::new();
                 for item in output {
                     let target = item
                         .meta
@@ -258,7 +258,7 @@ impl Walk<'_> {
         index: usize,
         input: Vec<Item>,
         mode: ExecMode,
-        known: &super::executor::Known,
+        known: &super::db::Known,
     ) -> Outcome {
         let plan = self.plan;
         let pkg = &plan.packages[index];
@@ -383,7 +383,7 @@ fn bfs_key(context: &RenderContext, plan: &Plan, index: usize, input: &[Item]) -
     let pkg = &plan.packages[index];
     let mut key = KeyHasher::of(&context.build, "bfs");
     // Breadth-first runs are remembered only when they can be stored.
-    if !super::executor::key_pipeline(&mut key, context, plan, pkg)? {
+    if !super::keys::key_pipeline(&mut key, context, plan, pkg)? {
         return None;
     }
     key.number(input.len() as u64);

@@ -604,6 +604,13 @@ pub struct PruneSummary {
     pub kept: u64,
 }
 
+/// The store of manifests inside a cache directory: apart from the function
+/// results, so that `cache stats` counts those alone and a manifest never
+/// shadows a function entry.
+pub fn manifest_dir(cache_dir: &Path) -> PathBuf {
+    cache_dir.join("manifests")
+}
+
 /// Removes the entries of `dir` (and of its manifest and package-run
 /// stores) written more than `max_age` ago, with their content. Content shared with a kept entry
 /// may go too; such an entry then fails its integrity check on the next
@@ -624,7 +631,7 @@ pub fn prune(dir: &Path, max_age: std::time::Duration) -> Result<PruneSummary, C
         })?;
     summary.removed += removed;
     summary.kept += kept;
-    for store in [dir.to_path_buf(), super::manifest::store_dir(dir)] {
+    for store in [dir.to_path_buf(), manifest_dir(dir)] {
         if !store.join("index-v5").exists() {
             continue;
         }

@@ -19,6 +19,13 @@ use crate::pkg::reader::{PackageFile, ReadOptions, parse_package_files};
 use crate::runtime::Evaluator;
 use crate::yaml::node::Node;
 
+/// Runs by key: what the last execution of a render context made, which
+/// the next one over the same context finds without reading the store.
+pub type Known = std::collections::HashMap<
+    crate::hydrate::item::Digest,
+    std::sync::Arc<super::record::RunRecord>,
+>;
+
 /// What every query of a session shares: the root, the options and the
 /// evaluators. Fixed for the life of a session.
 pub struct RenderContext {
@@ -46,8 +53,8 @@ pub struct RenderContext {
     /// deterministic between its rebuilds, as kpt's function spec asks.
     pub remember_impure: bool,
     /// The runs of the last execution over this context (see
-    /// [`super::executor::Known`]).
-    pub runs: std::sync::Mutex<super::executor::Known>,
+    /// [`Known`]).
+    pub runs: std::sync::Mutex<Known>,
 }
 
 /// The database trait the queries take.
@@ -286,7 +293,7 @@ impl Drop for SharedRun {
         if big && Arc::strong_count(&self.run) == 1 {
             // The background thread's handle outlives this one (should it
             // drop first, the tree is freed here: slower, never wrong).
-            super::executor::free_in_background(Arc::clone(&self.run));
+            super::pool::free_in_background(Arc::clone(&self.run));
         }
     }
 }

@@ -20,17 +20,16 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::db::RenderContext;
+use super::db::{Known, RenderContext};
+use super::keys::package_key;
 use super::plan::{Plan, PlannedPackage};
+use super::pool::{Progress, in_pool};
 use super::record::{KeyHasher, ROOT_MARKER, Reader, RunRecord, Writer, read_items, write_items};
-use super::session::{Progress, in_pool};
 use super::store::Store;
 use crate::hydrate::item::{Digest, Item, RootPath, decode_item, item_of};
 use crate::hydrate::items::{Chained, ItemJob, ItemSource, run_items};
 use crate::hydrate::{self, HydrateError, PackageJob, PackageRun, Report, Runtimes};
-use crate::pkg::kptfile::{self, Function};
 use crate::pkg::reader::ReadOptions;
-use crate::runtime::FunctionTarget;
 use crate::runtime::builtin::per_item::{ItemStep, Partial};
 use crate::runtime::function_filter::NativeMode;
 use crate::yaml::node::Node;
@@ -186,10 +185,6 @@ pub struct ExecOptions<'a> {
     /// Only these packages run (a shard's subtrees); all when `None`.
     pub only: Option<&'a std::collections::HashSet<usize>>,
 }
-
-/// Runs by key: what the last execution of a render context made, which
-/// the next one over the same context finds without reading the store.
-pub type Known = std::collections::HashMap<Digest, std::sync::Arc<RunRecord>>;
 
 impl Execution {
     /// The successful runs of this execution, by key.
@@ -454,7 +449,7 @@ pub(crate) fn own_items(
     plan: &Plan,
     pkg: &PlannedPackage,
     files: &[crate::pkg::reader::PackageFile],
-) -> Result<(Vec<Item>, Vec<String>), HydrateError> {
+) -> Result<OwnItems, HydrateError> {
     let options = ReadOptions {
         package_path: Some(pkg.path.display().to_string()),
     };
@@ -509,6 +504,10 @@ pub(crate) fn own_items(
         .collect();
     Ok((own, local_files))
 }
+
+/// A package's own resources, and the package-relative names of the files
+/// they came from.
+pub(crate) type OwnItems = (Vec<Item>, Vec<String>);
 
 /// The key of a package file's items: the file, by its path and bytes.
 fn parse_key(source: &Source<'_>, package: &str, file: &str, digest: &Digest) -> Digest {
@@ -990,184 +989,4 @@ pub(crate) fn store_items(store: &Store, root: &RootPath, output: &[Node]) -> Ve
             item
         })
         .collect()
-}
-
-/// The key of `pkg`'s run given its subpackages' output digests, and
-/// whether the run may be stored (see [`key_pipeline`]); `None` when one of
-/// its functions is not known to be pure (or cannot run).
-fn package_key(
-    context: &RenderContext,
-    plan: &Plan,
-    pkg: &PlannedPackage,
-    children: &[Digest],
-) -> Option<(Digest, bool)> {
-    let mut key = KeyHasher::of(&context.build, "dfs");
-    let stored = key_pipeline(&mut key, context, plan, pkg)?;
-    let files = pkg.files.as_ref().ok()?;
-    key.number(files.len() as u64);
-    for file in files {
-        key.text(&file.file.relative);
-        key.digest(&file.digest);
-    }
-    key.number(children.len() as u64);
-    for child in children {
-        key.digest(child);
-    }
-    Some((key.finish(), stored))
-}
-
-/// What every key of `pkg`'s runs covers: the package (by its path
-/// relative to the root), the options that change a run, its Kptfile and
-/// each function's identity and `configPath` file, and the checkout path
-/// when a function can see it. `None` when a function is not known to be
-/// pure; `Some(false)` when one is not but the context remembers such runs
-/// for its own life (a watch session): the key is then never stored.
-pub(crate) fn key_pipeline(
-    key: &mut KeyHasher,
-    context: &RenderContext,
-    plan: &Plan,
-    pkg: &PlannedPackage,
-) -> Option<bool> {
-    let policy = context.policy.as_ref()?;
-    let options = &context.options;
-    key.text(&pkg.rel);
-    // Not the output mode: a run's output is the same whatever becomes of
-    // it, so `-o stdout` and in-place renders share entries.
-    key.flags(&[
-        options.allow_exec,
-        options.allow_wasm,
-        options.truncate_output,
-        context.save_on_failure,
-    ]);
-    key.text(&options.image_prefix);
-    // The Kptfile is one of the package's files (kpt hands it to the
-    // functions), so its bytes are in every key by digest; only a package
-    // whose files do not list it (a `.krmignore`) is keyed by its decoded
-    // form.
-    let kptfile_listed = pkg.files.as_ref().is_ok_and(|files| {
-        files
-            .iter()
-            .any(|file| file.file.relative == kptfile::KPTFILE_NAME)
-    });
-    if !kptfile_listed {
-        key.text(&format!("{:?}", pkg.kptfile));
-    }
-    let pipeline = &pkg.kptfile.pipeline;
-    let mut sees_checkout = false;
-    let mut stored = true;
-    for function in pipeline.mutators.iter().chain(&pipeline.validators) {
-        let identity = match function_identity(policy, function, &options.image_prefix) {
-            Some(identity) => identity,
-            None if context.remember_impure => {
-                stored = false;
-                format!("session\0{}\0{}", function.image, function.exec)
-            }
-            None => return None,
-        };
-        sees_checkout |= !path_blind(&identity);
-        key.text(&identity);
-        if !function.config_path.is_empty() {
-            // A config inside the package is among its files; one outside
-            // is read where the step reads it.
-            let config = std::fs::read(pkg.path.join(&function.config_path));
-            key.bytes(config.as_deref().unwrap_or(b"\0missing"));
-        }
-    }
-    if sees_checkout {
-        // The function reads the resources' absolute package paths.
-        key.text(&plan.root.display().to_string());
-    }
-    Some(stored)
-}
-
-/// The identities of `pkg`'s functions, in pipeline order (what
-/// [`key_pipeline`] keys them by); `None` when one is not known to be pure.
-pub(crate) fn function_identities(
-    context: &RenderContext,
-    pkg: &PlannedPackage,
-) -> Option<Vec<String>> {
-    let policy = context.policy.as_ref()?;
-    let pipeline = &pkg.kptfile.pipeline;
-    pipeline
-        .mutators
-        .iter()
-        .chain(&pipeline.validators)
-        .map(|function| function_identity(policy, function, &context.options.image_prefix))
-        .collect()
-}
-
-/// The identity of `function` for keys (`builtin:set-namespace\0image`),
-/// or `None` when it is not known to be pure.
-fn function_identity(
-    policy: &super::cache::CachePolicy,
-    function: &Function,
-    prefix: &str,
-) -> Option<String> {
-    if !function.image.is_empty() {
-        if !function.tag.is_empty() {
-            return None;
-        }
-        let image = kptfile::with_default_tag(&kptfile::resolve_image(&function.image, prefix));
-        let identity = policy.identity(FunctionTarget::Image(&image))?;
-        Some(format!("{identity}\0image\0{image}"))
-    } else if !function.exec.is_empty() {
-        let identity = policy.identity(FunctionTarget::Exec(&function.exec))?;
-        Some(format!("{identity}\0exec\0{}", function.exec))
-    } else {
-        None
-    }
-}
-
-/// Whether a function with `identity` never sees the checkout path: the
-/// builtins do not read package paths, except Starlark, whose scripts may.
-fn path_blind(identity: &str) -> bool {
-    identity.starts_with("builtin:") && !identity.starts_with("builtin:starlark")
-}
-
-/// Hands `value` to one long-lived thread that drops it. Where that thread
-/// cannot be started, `value` is dropped here.
-pub(crate) fn free_in_background<T: Send + 'static>(value: T) {
-    use std::sync::mpsc::{Sender, channel};
-    type Garbage = Box<dyn Send>;
-    static FREER: std::sync::OnceLock<Option<Sender<Garbage>>> = std::sync::OnceLock::new();
-    let freer = FREER.get_or_init(|| {
-        let (sender, receiver) = channel::<Garbage>();
-        std::thread::Builder::new()
-            .name("krender-free".into())
-            .spawn(move || receiver.into_iter().for_each(drop))
-            .ok()
-            .map(|_| sender)
-    });
-    // Without the thread, or should its channel close, `value` drops here.
-    if let Some(sender) = freer {
-        let _ = sender.send(Box::new(value));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::free_in_background;
-
-    /// Reports the thread it is dropped on.
-    struct Witness(std::sync::mpsc::Sender<Option<String>>);
-
-    impl Drop for Witness {
-        fn drop(&mut self) {
-            let thread = std::thread::current().name().map(str::to_owned);
-            let _ = self.0.send(thread);
-        }
-    }
-
-    #[test]
-    fn a_value_handed_to_the_freer_is_dropped_on_its_thread() {
-        let (sender, receiver) = std::sync::mpsc::channel();
-        free_in_background(Witness(sender.clone()));
-        free_in_background(Witness(sender));
-        for _ in 0..2 {
-            let thread = receiver
-                .recv_timeout(std::time::Duration::from_secs(10))
-                .expect("the value was dropped");
-            assert_eq!(thread.as_deref(), Some("krender-free"));
-        }
-    }
 }

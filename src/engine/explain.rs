@@ -31,7 +31,7 @@ pub(crate) struct KeyParts {
 impl KeyParts {
     /// The parts of `pkg`'s key, given its subpackages' output digests (in
     /// its children's order); `None` when it has no key (see
-    /// [`super::executor::key_pipeline`]).
+    /// [`super::keys::key_pipeline`]).
     pub(crate) fn of(
         context: &RenderContext,
         plan: &Plan,
@@ -39,7 +39,7 @@ impl KeyParts {
         children: &[Digest],
     ) -> Option<KeyParts> {
         let options = &context.options;
-        let functions = super::executor::function_identities(context, pkg)?;
+        let functions = super::keys::function_identities(context, pkg)?;
         let files = pkg
             .files
             .as_ref()

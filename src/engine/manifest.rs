@@ -131,13 +131,6 @@ pub struct Manifest {
     pub stderr: Vec<u8>,
 }
 
-/// The store of manifests inside a cache directory: apart from the function
-/// results, so that `cache stats` counts those alone and a manifest never
-/// shadows a function entry.
-pub fn store_dir(cache_dir: &Path) -> PathBuf {
-    cache_dir.join("manifests")
-}
-
 /// Looks up `key` in `dir` and returns the manifest when it matches `tree`.
 /// Unreadable or undecodable entries are removed and treated as absent.
 pub fn lookup(dir: &Path, key: &str, tree: &TreeSnapshot) -> Option<Manifest> {

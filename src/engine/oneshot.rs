@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::db::RenderContext;
-use super::session::Progress;
+use super::pool::Progress;
 use crate::hydrate::{self, RenderOutcome};
 use crate::pkg::kptfile::{self, Kptfile};
 
@@ -159,7 +159,7 @@ pub fn render_once(
                 let reran = reran(&plan, &execution);
                 let timings = spans(&plan, &execution);
                 // A whole tree's resources: freed off the render's path.
-                super::executor::free_in_background(execution);
+                super::pool::free_in_background(execution);
                 let _ = log.write_all(&buffered);
                 let stats = OnceStats {
                     packages: outcome.n_packages.max(plan.packages.len()),
@@ -288,7 +288,7 @@ pub fn record_left_tree(
             context.options.attribution,
         );
     }
-    super::executor::free_in_background(execution);
+    super::pool::free_in_background(execution);
     context.store.finish();
 }
 
@@ -396,14 +396,16 @@ pub fn render_shard(
     };
     let execution = super::executor::execute(context, &context.store, &plan, &options);
     context.store.finish();
-    for &member in &members {
-        match execution.outcomes.get(member) {
-            Some(super::executor::Outcome::Done(done)) if done.hit => report.action_cache_hits += 1,
-            Some(super::executor::Outcome::Done(_)) => report.pipelines_run += 1,
+    let outcomes = (execution.outcomes.iter().enumerate())
+        .filter_map(|(index, outcome)| members.contains(&index).then_some(outcome));
+    for outcome in outcomes {
+        match outcome {
+            super::executor::Outcome::Done(done) if done.hit => report.action_cache_hits += 1,
+            super::executor::Outcome::Done(_) => report.pipelines_run += 1,
             _ => report.failed += 1,
         }
     }
-    super::executor::free_in_background(execution);
+    super::pool::free_in_background(execution);
     Ok(report)
 }
 
@@ -498,6 +500,6 @@ pub fn dry_run(
         })
         .collect();
     predictions.sort_by(|a, b| a.package.cmp(&b.package));
-    super::executor::free_in_background(execution);
+    super::pool::free_in_background(execution);
     Ok(predictions)
 }

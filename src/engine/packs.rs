@@ -425,7 +425,7 @@ fn valid_pack_id(id: &str) -> bool {
 /// Writes `index/<id>.idx` (entries sorted by key, later ones of a key
 /// winning) through a temporary file.
 fn write_index(dir: &Path, id: &str, mut entries: Vec<(Key, Location)>) -> std::io::Result<()> {
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.sort_by_key(|entry| entry.0);
     entries.dedup_by(|later, earlier| {
         // `dedup_by` keeps the first of a run; the later one wins here.
         if later.0 == earlier.0 {

@@ -140,11 +140,10 @@ impl Plan {
             vec![(String::new(), Arc::new(root_kptfile), None)];
         let mut level = 0;
         while !depth.is_empty() {
-            let listed: Vec<Result<Vec<(String, Result<Kptfile, InvalidChild>)>, HydrateError>> =
-                depth
-                    .par_iter()
-                    .map(|(rel, _, _)| list_children(scan, rel))
-                    .collect();
+            let listed: Vec<Result<Vec<Listed>, HydrateError>> = depth
+                .par_iter()
+                .map(|(rel, _, _)| list_children(scan, rel))
+                .collect();
             let mut next = Vec::new();
             for ((rel, kptfile, parent), listed) in depth.into_iter().zip(listed) {
                 let index = packages.len();
@@ -254,13 +253,13 @@ fn kptfile_exists(scan: &Scan, dir: &str) -> bool {
     })
 }
 
-/// The direct subpackages of the package `rel`, each with its Kptfile
-/// decoded and validated (or the error the walk reports at it), or the
-/// error the walk reports on listing them.
-fn list_children(
-    scan: &Scan,
-    rel: &str,
-) -> Result<Vec<(String, Result<Kptfile, InvalidChild>)>, HydrateError> {
+/// A subpackage by its path relative to the root, with its Kptfile decoded
+/// and validated (or the error the walk reports at it).
+type Listed = (String, Result<Kptfile, InvalidChild>);
+
+/// The direct subpackages of the package `rel`, or the error the walk
+/// reports on listing them.
+fn list_children(scan: &Scan, rel: &str) -> Result<Vec<Listed>, HydrateError> {
     let dir = absolute(&scan.root, rel);
     let mut found = Vec::new();
     subpackages(scan, rel, &mut found)

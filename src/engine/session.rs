@@ -10,6 +10,7 @@
 //! Anything unusual (a Kptfile that does not decode, an unreadable file, a
 //! BFS root) is left to the walk, which reports it exactly as kpt does.
 
+use super::pool::{Progress, in_pool};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -70,9 +71,6 @@ pub struct RenderSession {
     /// The last refresh's file stamps: unchanged files are not read again.
     stamps: FileStamps,
 }
-
-/// A progress callback: (packages done, packages in the tree).
-pub type Progress = Arc<dyn Fn(usize, usize) + Send + Sync>;
 
 impl RenderSession {
     /// A session over `context.root`. `jobs` bounds the parallel pipeline
@@ -460,14 +458,6 @@ impl RenderSession {
             subpackages,
             root_output,
         }
-    }
-}
-
-/// Runs `work` on a pool of `jobs` threads, or on rayon's global pool.
-pub(super) fn in_pool<T: Send>(jobs: Option<usize>, work: impl FnOnce() -> T + Send) -> T {
-    match hydrate::worker_pool(jobs) {
-        Some(pool) => pool.install(work),
-        None => work(),
     }
 }
 

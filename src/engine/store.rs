@@ -55,10 +55,13 @@ pub enum Origin {
     Remote,
 }
 
+/// Blobs and entries by key, of a store without a cache directory.
+type MemoryStore = HashMap<[u8; 32], Arc<[u8]>>;
+
 /// The store of one render or session.
 pub struct Store {
     /// Blobs and entries of a store without a cache directory.
-    memory: Option<Mutex<HashMap<[u8; 32], Arc<[u8]>>>>,
+    memory: Option<Mutex<MemoryStore>>,
     local: Option<PackStore>,
     remote: Option<Arc<RemoteCache>>,
     action_hits: AtomicU64,

@@ -181,7 +181,7 @@ pub(crate) fn run_items(
         .par_iter()
         .map(|(_, members)| {
             let mut distinct: Vec<&Item> = members.iter().map(|&i| &job.input[i]).collect();
-            distinct.sort_by(|a, b| a.digest.cmp(&b.digest));
+            distinct.sort_by_key(|item| item.digest);
             distinct.dedup_by(|a, b| a.digest == b.digest);
             let digest = list_digest(distinct.iter().map(|item| &item.digest));
             let key = source.chain_key(&chain, &digest);
@@ -310,7 +310,7 @@ fn fixed_points(steps: &[Step<'_>], chained: &[Chained]) -> Option<Vec<Chained>>
             })
         })
         .collect::<Option<Vec<_>>>()?;
-    again.sort_by(|a, b| a.input.cmp(&b.input));
+    again.sort_by_key(|entry| entry.input);
     again.dedup_by(|a, b| a.input == b.input);
     Some(again)
 }

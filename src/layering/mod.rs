@@ -20,6 +20,7 @@ pub mod graph;
 pub mod incremental;
 pub mod parent;
 pub mod path;
+mod plan;
 mod redact;
 pub mod render;
 mod shared;

@@ -9,7 +9,7 @@
 use sha2::{Digest, Sha256};
 
 use super::document::Document;
-use super::render::Plan;
+use super::plan::Plan;
 use crate::yaml::Node;
 
 /// The substitutions of document `index` (positions in its

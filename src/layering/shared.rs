@@ -25,7 +25,7 @@ use std::collections::{HashMap, HashSet};
 use super::actions::apply_actions;
 use super::error::LayeringError;
 use super::path::{JsonPath, Padding, Segment};
-use super::render::Plan;
+use super::plan::Plan;
 use super::substitution::{
     SourceData, SubstitutionOptions, Written, dest_path, take_value, unknown_error, write_dest,
 };

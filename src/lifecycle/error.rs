@@ -1,11 +1,12 @@
-//! The lifecycle module's one error type: lock conflicts, atomic commits (wrapped) and
-//! crash recovery, and the package-revision state machine in git. Every
+//! The lifecycle module's one error type: lock conflicts (with who holds
+//! the lock), atomic commits (wrapped) and crash recovery, and the
+//! package-revision state machine in git. Every
 //! variant names the package, path or revision it is about, and carries a
 //! `krender::lifecycle::*` diagnostic code.
 
 use std::path::PathBuf;
 
-use super::lock::LockHolder;
+use serde::{Deserialize, Serialize};
 
 /// A lifecycle failure.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -170,5 +171,38 @@ impl LifecycleError {
             context: context.into(),
             message: error.message().to_owned(),
         }
+    }
+}
+
+/// Who holds (or held) a package lock, as recorded in the lock file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockHolder {
+    /// Process id.
+    pub pid: u32,
+    /// Host name.
+    pub host: String,
+    /// The command line.
+    pub command: String,
+    /// When the lock was taken (seconds since the Unix epoch).
+    pub since: u64,
+}
+
+impl std::fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.pid == 0 {
+            // The holder locked the file but has not written its name yet.
+            return f.write_str("another krender process (not recorded yet)");
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
+        write!(
+            f,
+            "pid {} on {} ({}), held for {}s",
+            self.pid,
+            self.host,
+            self.command,
+            now.saturating_sub(self.since)
+        )
     }
 }

@@ -22,45 +22,12 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use super::error::LifecycleError;
 
 /// Name of the lock file inside a package directory.
 pub const LOCK_FILE_NAME: &str = ".krender-lock";
 
-/// Who holds (or held) a package lock, as recorded in the lock file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockHolder {
-    /// Process id.
-    pub pid: u32,
-    /// Host name.
-    pub host: String,
-    /// The command line.
-    pub command: String,
-    /// When the lock was taken (seconds since the Unix epoch).
-    pub since: u64,
-}
-
-impl std::fmt::Display for LockHolder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.pid == 0 {
-            // The holder locked the file but has not written its name yet.
-            return f.write_str("another krender process (not recorded yet)");
-        }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_secs());
-        write!(
-            f,
-            "pid {} on {} ({}), held for {}s",
-            self.pid,
-            self.host,
-            self.command,
-            now.saturating_sub(self.since)
-        )
-    }
-}
+pub use super::error::LockHolder;
 
 impl LockHolder {
     /// This process, running `command`.

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use super::error::{RawError, YamlError};
-use super::node::{Node, NodeKind, Style, tag};
+use super::node::{Node, NodeKind, Origin, Style, tag};
 use super::parser::{Event, EventKind, Parser};
 use super::resolve::resolve_plain;
 use super::scanner::{Mark, ScalarStyle, Scanner};
@@ -40,14 +40,6 @@ pub fn parse_document(src: &str) -> Result<Option<Node>, YamlError> {
 /// streams and calls this on the pieces.
 pub(crate) fn parse_documents_sequential(src: &str) -> Result<Vec<Node>, YamlError> {
     parse_piece(src, Origin::default())
-}
-
-/// Where a piece of a longer stream starts in it: the lines and bytes
-/// before it. Nodes are placed at their position in the whole stream.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Origin {
-    pub(crate) lines: u32,
-    pub(crate) offset: u32,
 }
 
 /// [`parse_documents_sequential`] for a piece that starts at `origin` of

@@ -5,7 +5,19 @@
 //! keeps that shape and `RawError::into_yaml_error` applies go-yaml's
 //! `parser.fail` rules to produce the text kpt prints.
 
-use super::scanner::Mark;
+/// A position in the input: go-yaml's 0-based character index, line and
+/// column, plus the byte offset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Mark {
+    /// Character index (go-yaml counts a CR LF pair as two).
+    pub(crate) index: i64,
+    /// 0-based line.
+    pub(crate) line: i64,
+    /// 0-based column in characters.
+    pub(crate) column: i64,
+    /// Byte offset in the input.
+    pub(crate) offset: usize,
+}
 
 /// A scanner or parser error. `Display` is go-yaml's text, e.g.
 /// `yaml: line 3: could not find expected ':'`, which kpt prints verbatim.
@@ -152,8 +164,8 @@ impl RawError {
 
 #[cfg(test)]
 mod tests {
+    use super::Mark;
     use super::RawError;
-    use crate::yaml::scanner::Mark;
 
     fn mark(line: i64) -> Mark {
         Mark {

@@ -15,7 +15,7 @@
 //! lines, and the differential tests and fuzz target compare the live
 //! parser, this path included, with the frozen reference.
 
-use super::composer::Origin;
+use super::node::Origin;
 use super::node::{Node, NodeKind, Style, tag};
 use super::resolve::resolve_plain;
 

@@ -663,6 +663,14 @@ impl Node {
     }
 }
 
+/// Where a piece of a longer stream starts in it: the lines and bytes
+/// before it. Nodes are placed at their position in the whole stream.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Origin {
+    pub(crate) lines: u32,
+    pub(crate) offset: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::Node;

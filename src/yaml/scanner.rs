@@ -16,21 +16,8 @@
 
 use std::borrow::Cow;
 
+pub(crate) use super::error::Mark;
 use super::error::RawError;
-
-/// A position in the input: go-yaml's 0-based character index, line and
-/// column, plus the byte offset.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Mark {
-    /// Character index (go-yaml counts a CR LF pair as two).
-    pub(crate) index: i64,
-    /// 0-based line.
-    pub(crate) line: i64,
-    /// 0-based column in characters.
-    pub(crate) column: i64,
-    /// Byte offset in the input.
-    pub(crate) offset: usize,
-}
 
 /// Token types (libyaml `yaml_token_type_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

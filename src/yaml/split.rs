@@ -20,9 +20,10 @@
 
 use rayon::prelude::*;
 
-use super::composer::{Origin, parse_documents_sequential, parse_piece};
+use super::composer::{parse_documents_sequential, parse_piece};
 use super::error::YamlError;
 use super::node::Node;
+use super::node::Origin;
 
 /// Inputs shorter than this parse on one thread: the cut search and the
 /// hand-off cost more than they save.

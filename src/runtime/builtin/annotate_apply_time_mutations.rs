@@ -33,11 +33,11 @@ use std::fmt::Write as _;
 
 use regex::Regex;
 
+use super::goyaml::{go_format_float, parse_go_float, parse_go_int, string_node};
 use super::sdk::{
     self, FieldRef, FileRef, FnResult, Outcome, ResourceList, ResourceRef, expect_object, go_quote,
     is_null, json_field, read_string, type_error,
 };
-use super::starlark::{go_format_float, parse_go_float, parse_go_int, string_node};
 use crate::krm::resource::{INDEX, LEGACY_INDEX, LEGACY_PATH, PATH};
 use crate::yaml::node::{Node, NodeKind, tag};
 use crate::yaml::{SeqIndent, to_string};

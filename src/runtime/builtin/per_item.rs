@@ -10,33 +10,11 @@
 //! so ([`Partial::whole_list`]), and the step then runs over the whole list
 //! as before. `tests/per_item.rs` holds every fixture to the whole-list run.
 
+pub(crate) use super::partial::Partial;
 use super::sdk::{FnResult, ResourceList, results_node};
 use super::{Builtin, set_labels, set_namespace};
 use crate::runtime::EvalError;
 use crate::yaml::node::Node;
-
-/// One resource's part of a decomposed run's results.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Partial {
-    /// The resource makes the list need the whole-list run.
-    pub(crate) whole_list: bool,
-    /// The function worked on it (it was not skipped as local config).
-    pub(crate) worked: bool,
-    /// What the function counts on it (values changed, labels set).
-    pub(crate) count: u64,
-    /// Values the function reports as a set (old namespaces).
-    pub(crate) values: Vec<String>,
-}
-
-impl Partial {
-    /// The part of a resource the function cannot take alone.
-    pub(crate) fn whole_list() -> Partial {
-        Partial {
-            whole_list: true,
-            ..Partial::default()
-        }
-    }
-}
 
 /// A decomposed run of one builtin under one config.
 pub(crate) enum ItemStep {

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::starlark::{go_format_float, parse_go_float, parse_go_int};
+use super::goyaml::{go_format_float, parse_go_float, parse_go_int};
 use crate::runtime::FunctionResponse;
 use crate::yaml::node::{Node, NodeKind, tag};
 use crate::yaml::{SeqIndent, parse_document, to_string};
@@ -608,8 +608,8 @@ pub(crate) fn is_value_non_string(text: &str) -> bool {
     // Most texts are one plain scalar to YAML 1.1; only those that could be
     // something else (an indicator first, surrounding blanks, `: ` or ` #`
     // inside) take a parse.
-    let simple = !(crate::yaml::scanner::is_indicator(bytes[0])
-        || matches!(bytes[0], b' ' | b'\t'))
+    let simple = !crate::yaml::scanner::is_indicator(bytes[0])
+        && !matches!(bytes[0], b' ' | b'\t')
         && !matches!(bytes[bytes.len() - 1], b' ' | b'\t' | b':')
         && !text.contains(": ")
         && !text.contains(":\t")

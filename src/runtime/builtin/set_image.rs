@@ -7,11 +7,11 @@
 //! sigs.k8s.io/kustomize api v0.19.0 filters/imagetag, filters/fieldspec,
 //! image, and kyaml v0.19.0 filtersutil).
 
+use super::goyaml::{go_format_float, parse_go_float, parse_go_int, string_node};
 use super::sdk::{
     self, FnResult, Outcome, ResourceList, ResourceRef, Severity, is_null, replace_with_string,
     split_path,
 };
-use super::starlark::{go_format_float, parse_go_float, parse_go_int, string_node};
 use crate::yaml::node::{Node, NodeKind, Style, tag};
 use crate::yaml::resolve::resolve_plain;
 

@@ -644,8 +644,8 @@ impl PerItem {
     }
 
     /// The run's work on one resource.
-    pub(crate) fn map(&self, item: &mut Node) -> super::per_item::Partial {
-        use super::per_item::Partial;
+    pub(crate) fn map(&self, item: &mut Node) -> super::partial::Partial {
+        use super::partial::Partial;
         if sdk::is_local_config(item) {
             return Partial::default();
         }
@@ -675,7 +675,7 @@ impl PerItem {
     /// The run's results over resources whose parts are `partials`.
     pub(crate) fn reduce<'p>(
         &self,
-        partials: impl Iterator<Item = &'p super::per_item::Partial>,
+        partials: impl Iterator<Item = &'p super::partial::Partial>,
     ) -> Vec<FnResult> {
         let mut count = 0;
         let mut old_values = BTreeSet::new();

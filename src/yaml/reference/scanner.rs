@@ -14,8 +14,8 @@
 //! the byte `offset` for diagnostics. The input is a `&str`; scanning never
 //! panics: reads past the end see NUL, as libyaml's padded buffer does.
 
+pub(crate) use crate::yaml::error::Mark;
 use crate::yaml::error::RawError;
-pub(crate) use crate::yaml::scanner::Mark;
 
 /// Token types (libyaml `yaml_token_type_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
