@@ -2,15 +2,13 @@
 //! runs only the packages an edit reaches, and every such incremental
 //! render is byte-identical to a `--no-cache` render of the same edited
 //! tree (files, stdout, stderr, exit code), on generated trees (DFS and
-//! BFS, both through the action cache) and on every shared kpt case. A
-//! corrupt entry is never served.
+//! BFS, both through the action cache; every shared kpt case is checked
+//! by `kpt::incremental` of the `cases` binary). A corrupt entry is never
+//! served.
 
-use crate::support::{
-    copy_dir, kpt_case_flags, kpt_cases, normalize_durations, shared_cases, shared_dir, snapshot,
-};
-use std::collections::BTreeMap;
+use crate::support::{self, copy_dir, edit_both as edit, render_command};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// A tree of `1 + fanout + fanout²` packages, two builtins each (a
 /// starlark step in every leaf), resources spread over two files.
@@ -68,62 +66,13 @@ pub(crate) fn generate(root: &Path, fanout: usize, bfs: bool) {
     }
 }
 
-/// `krender fn render PKG EXTRA` with the cache in `cache` (`--no-cache`
-/// without one) and its stats to `stats`.
-fn render_command(
-    pkg: &Path,
-    cache: Option<&Path>,
-    extra: &[&str],
-    stats: Option<&Path>,
-) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_krender"));
-    command.args(["fn", "render"]).arg(pkg).args(extra);
-    match cache {
-        Some(cache) => command.arg("--cache-dir").arg(cache),
-        None => command.arg("--no-cache"),
-    };
-    if let Some(stats) = stats {
-        command.arg("--stats").arg(stats);
-    }
-    // A render.toml in the test's working directory must not reroute.
-    command.env("KRENDER_CONFIG", pkg.join("no-render.toml"));
-    command
-}
-
+/// Runs [`render_command`] to its end.
 fn krender(pkg: &Path, cache: Option<&Path>, extra: &[&str], stats: Option<&Path>) -> Output {
     render_command(pkg, cache, extra, stats).output().unwrap()
 }
 
-/// What a render shows: exit code, stdout, stderr (durations and the
-/// temporary root normalised).
-fn shown(output: &Output, root: &Path) -> (Option<i32>, String, String) {
-    let normalize = |bytes: &[u8]| {
-        normalize_durations(&String::from_utf8_lossy(bytes))
-            .replace(&root.display().to_string(), "<root>")
-    };
-    (
-        output.status.code(),
-        normalize(&output.stdout),
-        normalize(&output.stderr),
-    )
-}
-
-fn stats(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
-/// Appends to a file in both trees.
-fn edit(trees: [&Path; 2], relative: &str, text: &str) {
-    for tree in trees {
-        let path = tree.join(relative);
-        let mut bytes = std::fs::read(&path).unwrap();
-        bytes.extend_from_slice(text.as_bytes());
-        std::fs::write(&path, bytes).unwrap();
-    }
-}
-
-/// Renders the cached tree and the uncached one after the same edit and
-/// asserts they agree; returns the cached render's stats.
+/// [`support::render_both`]: the cached render's stats, or the test fails
+/// with `what` and the difference from `--no-cache`.
 fn render_both(
     cached: &Path,
     uncached: &Path,
@@ -131,22 +80,8 @@ fn render_both(
     extra: &[&str],
     what: &str,
 ) -> serde_json::Value {
-    let stats_file = cache.with_extension("stats.json");
-    let a = krender(cached, Some(cache), extra, Some(&stats_file));
-    let b = krender(uncached, None, extra, None);
-    let root_a = cached.parent().unwrap();
-    let root_b = uncached.parent().unwrap();
-    assert_eq!(
-        shown(&a, root_a),
-        shown(&b, root_b),
-        "{what}: output differs from --no-cache"
-    );
-    assert_eq!(
-        snapshot(cached),
-        snapshot(uncached),
-        "{what}: files differ from --no-cache"
-    );
-    stats(&stats_file)
+    support::render_both(cached, uncached, cache, extra)
+        .unwrap_or_else(|difference| panic!("{what}: {difference}"))
 }
 
 #[test]
@@ -239,52 +174,6 @@ fn a_corrupt_package_run_is_dropped_and_recomputed() {
     edit([&a, &b], "app.yaml", "# root edit again\n");
     let stats = render_both(&a, &b, &cache, &[], "after recomputing");
     assert_eq!(stats["pipelines_run"], 1, "{stats}");
-}
-
-/// Every shared case rendered, edited (a comment appended to its first
-/// resource file) and rendered again with the cache shows exactly what
-/// the same steps show without it.
-#[test]
-fn incremental_renders_match_no_cache_renders_on_every_shared_case() {
-    let Some(dir) = shared_dir("conformance/kpt-fn-render") else {
-        return;
-    };
-    let temp = tempfile::tempdir().unwrap();
-    let mut compared = 0;
-    for case in kpt_cases(&dir) {
-        let name = case.file_name().unwrap().to_owned();
-        let flags = kpt_case_flags(&case);
-        let (a, b) = (
-            temp.path().join("a").join(&name),
-            temp.path().join("b").join(&name),
-        );
-        copy_dir(&case, &a);
-        copy_dir(&case, &b);
-        let cache = temp.path().join("cache").join(&name);
-        let what = case.display().to_string();
-        render_both(&a, &b, &cache, &flags, &format!("{what} first"));
-        if let Some(file) = first_resource_file(&a) {
-            edit([&a, &b], &file, "# edited\n");
-        }
-        render_both(&a, &b, &cache, &flags, &format!("{what} after an edit"));
-        compared += 1;
-    }
-    shared_cases("engine_actions", compared);
-}
-
-/// The deepest package's first `.yaml` file other than a Kptfile.
-fn first_resource_file(root: &Path) -> Option<String> {
-    let files: BTreeMap<String, Vec<u8>> = snapshot(root);
-    files
-        .keys()
-        .filter(|path| path.ends_with(".yaml") && !path.contains("/.") && !path.starts_with('.'))
-        .max_by_key(|path| {
-            (
-                path.matches('/').count(),
-                std::cmp::Reverse((*path).clone()),
-            )
-        })
-        .cloned()
 }
 
 /// A render whose reader went away (`| head`) is never replayed: the next

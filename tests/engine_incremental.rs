@@ -1,16 +1,18 @@
 //! Incrementality of the render engine (`engine::session`): after an edit,
 //! salsa re-runs the pipelines of the edited package and its ancestors only,
-//! and the result is byte-identical to a fresh session's.
+//! and the result is byte-identical to a fresh session's. (A session equals
+//! a one-shot render on every shared kpt case: `kpt::session` of the
+//! `cases` binary.)
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use krender::engine::db::{RenderContext, RenderDb};
+use krender::engine::db::RenderDb;
 use krender::engine::session::RenderSession;
-use krender::hydrate::{self, RenderOptions};
-use krender::runtime::chain::{ChainOptions, image_evaluator};
-use krender::runtime::exec::ExecEvaluator;
+use krender::hydrate;
 use salsa::plumbing::AsId;
+
+use crate::support::render_context;
 
 fn kptfile(name: &str, label: &str) -> String {
     format!(
@@ -77,25 +79,7 @@ fn session(root: &Path, events: Option<Events>) -> RenderSession {
             }
         }) as Box<dyn Fn(salsa::Event) + Send + Sync>
     });
-    RenderSession::with_db(RenderDb::new(context(root), callback), Some(2))
-}
-
-fn context(root: &Path) -> RenderContext {
-    RenderContext {
-        root: root.to_path_buf(),
-        options: RenderOptions {
-            ..RenderOptions::default()
-        },
-        save_on_failure: false,
-        image: Arc::from(image_evaluator(&ChainOptions::default())),
-        exec: Arc::new(ExecEvaluator::default()),
-        actions: None,
-        policy: None,
-        build: String::new(),
-        store: Arc::new(krender::engine::store::Store::in_memory()),
-        remember_impure: false,
-        runs: Default::default(),
-    }
+    RenderSession::with_db(RenderDb::new(render_context(root), callback), Some(2))
 }
 
 /// [`render`] through `engine::oneshot` (what `fn render` runs).
@@ -103,7 +87,7 @@ fn render_once(root: &Path) -> (String, String) {
     let kptfile = hydrate::load_root(root).unwrap();
     let mut log = Vec::new();
     let (outcome, _) = krender::engine::oneshot::render_once(
-        &context(root),
+        &render_context(root),
         Some(2),
         kptfile,
         &mut log,
@@ -380,67 +364,4 @@ source: |
         })
         .unwrap_or_else(|| panic!("cm-a1 was not moved into b:\n{once}"));
     assert!(moved.contains("in-b: \"true\""), "{moved}");
-}
-
-/// The `-o stdout` result (error or bytes) and the log of `outcome`.
-fn stdout_of(outcome: hydrate::RenderOutcome, log: Vec<u8>) -> (String, String, String) {
-    let mut out = Vec::new();
-    let result = hydrate::apply(
-        outcome,
-        &hydrate::Output::Stdout,
-        None,
-        &mut out,
-        &mut Vec::new(),
-    );
-    let log = crate::support::normalize_durations(&String::from_utf8_lossy(&log));
-    (
-        format!("{:?}", result.err()),
-        String::from_utf8_lossy(&out).into_owned(),
-        log,
-    )
-}
-
-#[test]
-fn sessions_match_one_shot_renders_on_the_shared_cases() {
-    // A session hands the root's output to `apply` as the engine holds it
-    // (written without a copy); a one-shot render hands over its own list.
-    let Some(cases) = crate::support::shared_dir("conformance/kpt-fn-render") else {
-        return;
-    };
-    let entries = std::fs::read_dir(&cases).expect("read the shared cases");
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
-    paths.sort();
-    let temp = tempfile::tempdir().unwrap();
-    let (mut compared, mut succeeded) = (0, 0);
-    for case in paths.iter().filter(|path| path.join(".expected").is_dir()) {
-        let root = temp.path().join(case.file_name().unwrap());
-        crate::support::copy_dir(case, &root);
-        let Ok(kptfile) = hydrate::load_root(&root) else {
-            continue;
-        };
-        let mut log = Vec::new();
-        let (outcome, _) = krender::engine::oneshot::render_once(
-            &context(&root),
-            Some(2),
-            kptfile.clone(),
-            &mut log,
-            None,
-            None,
-            false,
-        );
-        let once = stdout_of(outcome, log);
-        let mut session = session(&root, None);
-        session.refresh(&kptfile);
-        let mut log = Vec::new();
-        let outcome = session.render(kptfile, &mut log);
-        let incremental = stdout_of(outcome, log);
-        assert_eq!(incremental, once, "{}", case.display());
-        compared += 1;
-        succeeded += usize::from(once.0 == "None");
-    }
-    crate::support::shared_cases("engine_incremental", compared);
-    assert!(
-        compared > 40 && succeeded > 25,
-        "{compared} cases, {succeeded} rendered"
-    );
 }

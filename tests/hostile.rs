@@ -213,8 +213,8 @@ fn generated_inputs_reach_the_code() {
                 .is_ok_and(|response| response.exit_code == 0),
         );
     }
-    println!(
+    assert!(
+        kptfiles > 0 && loaded > 20 && rendered > 0 && starlark_ok > 20,
         "of 200: {kptfiles} Kptfiles decode, {loaded} sets load, {rendered} render, {starlark_ok} starlark runs succeed"
     );
-    assert!(kptfiles > 0 && loaded > 20 && rendered > 0 && starlark_ok > 20);
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use krender::layering::{InputDocument, LayeringError, RenderedDocument, Value, render};
 
-use crate::layering_conformance::parse_all;
+use crate::support::parse_all;
 
 const POLICY: &str = "
 schema: deckhand/LayeringPolicy/v1

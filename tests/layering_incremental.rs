@@ -2,12 +2,14 @@
 //! descendants and their substitution dependants are re-rendered (salsa
 //! `WillExecute` events of `rendered_data`, reported as
 //! `recomputed_documents`), and the output is always byte-identical to a
-//! from-scratch `krender layer render` ([`render_paths`]) of the same files,
-//! errors included. Also checked on every shared Deckhand case.
+//! from-scratch `krender layer render`
+//! ([`render_paths`](krender::layering::render_paths)) of the same files,
+//! errors included. (Checked on every shared Deckhand case by
+//! `deckhand::incremental` of the `cases` binary.)
 
 use std::path::{Path, PathBuf};
 
-use krender::layering::{LayeringSession, render_paths};
+use krender::layering::LayeringSession;
 
 const POLICY: &str = "\
 schema: deckhand/LayeringPolicy/v1
@@ -139,25 +141,11 @@ impl Tree {
     }
 }
 
-/// Renders through the session and checks the bytes (or the error) against
-/// a from-scratch render; returns the recomputed documents.
+/// [`crate::support::session_against_fresh`]: the recomputed documents,
+/// or the test fails with what differs from a from-scratch render.
 fn render_and_compare(session: &mut LayeringSession, root: &Path) -> Vec<String> {
-    let scratch = render_paths(&[root.to_owned()]);
-    match (session.render(), scratch) {
-        (Ok(render), Ok(expected)) => {
-            assert_eq!(
-                String::from_utf8(render.output_bytes).expect("utf-8"),
-                expected
-            );
-            assert_eq!(render.recomputed, render.recomputed_documents.len());
-            render.recomputed_documents
-        }
-        (Err(error), Err(expected)) => {
-            assert_eq!(error, expected);
-            Vec::new()
-        }
-        (got, expected) => panic!("session gave {got:?}, scratch render gave {expected:?}"),
-    }
+    crate::support::session_against_fresh(session, root)
+        .unwrap_or_else(|problem| panic!("{problem}"))
 }
 
 fn names(list: &[&str]) -> Vec<String> {
@@ -260,26 +248,6 @@ fn added_deleted_and_broken_files_match_a_fresh_render() {
     render_and_compare(&mut session, &tree.root());
     tree.edit(&mut session, "global/a.yaml", &global("a", 2));
     render_and_compare(&mut session, &tree.root());
-}
-
-#[test]
-fn sessions_match_fresh_renders_on_the_shared_cases() {
-    let Some(cases) = crate::support::shared_dir("conformance/deckhand") else {
-        return;
-    };
-    let entries = std::fs::read_dir(&cases).expect("read the shared cases");
-    let mut checked = 0;
-    for entry in entries.flatten() {
-        let input = entry.path().join("input.yaml");
-        if !input.is_file() {
-            continue;
-        }
-        let mut session = LayeringSession::new(std::slice::from_ref(&input)).expect("session");
-        render_and_compare(&mut session, &input);
-        checked += 1;
-    }
-    crate::support::shared_cases("layering_incremental", checked);
-    assert!(checked > 100, "only {checked} cases");
 }
 
 #[test]

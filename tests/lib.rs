@@ -1,7 +1,5 @@
 //! The integration test binary: one module per feature.
 mod builtins_chain;
-mod builtins_fixtures;
-mod builtins_native;
 mod builtins_porch;
 mod cli_dry_run;
 mod cli_eval_dir;
@@ -11,12 +9,10 @@ mod engine_actions;
 mod engine_cache;
 mod engine_incremental;
 mod engine_remote;
-mod engine_warm_cold;
 mod engine_watch;
 mod hostile;
 mod krm_wire;
 mod layering_cli;
-mod layering_conformance;
 mod layering_engine;
 mod layering_incremental;
 mod lifecycle_crash;
@@ -29,7 +25,5 @@ mod support;
 mod terminal;
 mod yaml_differential;
 mod yaml_emit_parallel;
-mod yaml_golden;
-mod yaml_golden_identity;
 mod yaml_parse;
 mod yaml_split;

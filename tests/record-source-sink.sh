@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Records kpt's `fn source PKG | fn sink OUT` output as the oracle that
-# tests/source_sink.rs compares krender against, so `cargo test` on a clone
+# tests/cases/kpt/source_sink.rs compares krender against, so `cargo test` on a clone
 # without kpt or the shared conformance data still has the expected bytes.
 #
 # Usage: tests/record-source-sink.sh [CONFORMANCE_DIR]   (run from the repo root)

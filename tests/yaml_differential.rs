@@ -188,10 +188,8 @@ fn stream() -> impl Strategy<Value = String> {
             .unwrap_or(0);
         let mut text = text;
         match edit {
-            0 => {
-                if at < text.len() {
-                    text.remove(at);
-                }
+            0 if at < text.len() => {
+                text.remove(at);
             }
             1 => text.insert(at, ':'),
             2 => text.insert(at, '\t'),

@@ -443,7 +443,7 @@ struct Shape {
     /// seen. Two things are known not to survive go-yaml's round trip: foot
     /// comments (re-read as the next node's head comment, or duplicated)
     /// and folded scalars (each trip adds blank lines). A step over any
-    /// such resource takes the wire; `tests/builtins_native.rs` checks the
+    /// such resource takes the wire; `tests/cases/native.rs` checks the
     /// rest.
     survives_wire: bool,
     /// Every mapping has distinct, non-empty scalar keys (no merge keys).

@@ -383,7 +383,7 @@ impl Builtin {
     /// is not one: an array setter rebuilds the sequence, and the restore
     /// copies comments back onto elements whose text did not change.) The hydrator then
     /// hands them the resources themselves instead of copies.
-    /// `tests/builtins_native.rs` checks this against the wire on every
+    /// `tests/cases/native.rs` checks this against the wire on every
     /// shared and fixture package.
     pub fn edits_in_place(self) -> bool {
         matches!(

@@ -8,7 +8,8 @@
 //! A builtin decomposes only under the config and over the resources where
 //! its work on one resource does not depend on the others: a part can say
 //! so ([`Partial::whole_list`]), and the step then runs over the whole list
-//! as before. `tests/per_item.rs` holds every fixture to the whole-list run.
+//! as before. `KRENDER_NATIVE=verify` (the `native::verify` tests in
+//! `tests/cases/native.rs`) holds the decomposed run to the whole-list run.
 
 pub(crate) use super::partial::Partial;
 use super::sdk::{FnResult, ResourceList, results_node};
@@ -60,8 +61,8 @@ impl ItemStep {
 
     /// The part this step reports when it runs again on a resource its run
     /// made (whose part was `first`), when the step is declared idempotent:
-    /// it then leaves the resource as it is. `tests/per_item.rs` checks
-    /// the declaration on every fixture.
+    /// it then leaves the resource as it is. `KRENDER_NATIVE=verify` checks
+    /// the declaration on the renders it verifies.
     pub(crate) fn again(&self, first: &Partial) -> Option<Partial> {
         if first.whole_list {
             return None;

@@ -372,7 +372,7 @@ impl Outcome {
     /// The outcome as the host would read it back, without writing the
     /// list: the items and the results nodes the function would write
     /// (what the host reads back from them encodes to the same bytes;
-    /// `tests/builtins_native.rs` holds the two paths to that).
+    /// `tests/cases/native.rs` holds the two paths to that).
     pub(crate) fn into_native(mut self) -> NativeOutcome {
         if self.sort_items {
             sort_items(&mut self.items);
