@@ -105,7 +105,8 @@ fn version_names_the_kpt_followed() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.starts_with(&format!("krender {}\n", env!("CARGO_PKG_VERSION")))
-            && stdout.contains("follows kpt 1.0.0-beta.56"),
+            && stdout.contains("output: kpt's main branch at 23c57d7f")
+            && stdout.contains("flags and help texts: kpt 1.0.0-beta.56"),
         "{stdout}"
     );
 }
@@ -151,6 +152,38 @@ fn completions_and_man_page() {
         page.contains(".TH krender 1") && page.contains(".SH SUBCOMMANDS"),
         "{page}"
     );
+    // `man DIR`: a page for every command the top page names, with its flags.
+    let dir = tempfile::tempdir().unwrap();
+    let pages = dir.path().join("man1");
+    let output = krender_command().arg("man").arg(&pages).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let read = |name: &str| std::fs::read_to_string(pages.join(name)).unwrap_or_default();
+    let render = read("krender-fn-render.1");
+    assert!(
+        render.contains(".TH krender-fn-render 1")
+            && render.contains("dry\\-run")
+            && render.contains("timings"),
+        "{render}"
+    );
+    for page in [
+        "krender.1",
+        "krender-fn.1",
+        "krender-watch.1",
+        "krender-cache-prune.1",
+    ] {
+        assert!(read(page).contains(".SH NAME"), "{page} missing");
+    }
+    // Every page the top page refers to (`krender\-fn(1)`) exists.
+    let named: Vec<String> = read("krender.1")
+        .lines()
+        .filter(|line| line.starts_with("krender\\-"))
+        .filter_map(|line| line.split("(1)").next())
+        .map(|name| format!("{}.1", name.replace("\\-", "-")))
+        .collect();
+    assert!(named.len() > 5, "{named:?}");
+    for file in named {
+        assert!(pages.join(&file).is_file(), "{file} named but not written");
+    }
 }
 
 fn temp_file(bytes: &[u8]) -> tempfile::NamedTempFile {

@@ -79,7 +79,7 @@ pub enum Command {
     /// Serve functions to Porch over its function-runner gRPC protocol
     /// (krender-only).
     Serve(ServeArgs),
-    /// Print krender's version and the kpt it follows.
+    /// Print krender's version and which kpt's output and flags it follows.
     Version,
     /// Print a shell completion script (krender-only).
     Completions {
@@ -87,8 +87,13 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page, in roff (krender-only): `krender man > krender.1`.
-    Man,
+    /// Print the man page, in roff (krender-only): `krender man >
+    /// krender.1`; with DIR, write a page for every command into it
+    /// (`krender.1`, `krender-fn-render.1`, ...).
+    Man {
+        /// Where to write every command's page.
+        dir: Option<PathBuf>,
+    },
     /// Any other command (`pkg`, `live`, `alpha`, ...): handed to kpt.
     #[command(external_subcommand)]
     Kpt(Vec<OsString>),

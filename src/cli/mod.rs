@@ -107,10 +107,15 @@ fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
         Command::Version => {
             let _ = writeln!(
                 out,
-                "krender {}\nfollows kpt {} (command-line texts) and kpt's fn render e2e suite at {}",
+                "krender {}\n\
+                 output: kpt's main branch at {} (its fn render e2e suite): a status block \
+                 in the root Kptfile, ghcr.io/kptdev image names, krm-fn attribution; \
+                 kpt {} writes none of these\n\
+                 flags and help texts: kpt {}",
                 env!("CARGO_PKG_VERSION"),
+                kpt::KPT_E2E_COMMIT,
                 kpt::KPT_TEXTS,
-                kpt::KPT_E2E_COMMIT
+                kpt::KPT_TEXTS
             );
             0
         }
@@ -122,10 +127,33 @@ fn run_command(cli: Cli, words: &[std::ffi::OsString]) -> ExitCode {
             let _ = out.write_all(&script);
             0
         }
-        Command::Man => {
+        Command::Man { dir: Some(dir) } => {
+            use clap::CommandFactory;
+            // One page per command, named as the top page's SEE ALSO names
+            // them (`krender-fn-render.1`).
+            let written = std::fs::create_dir_all(&dir)
+                .and_then(|()| clap_mangen::generate_to(Cli::command(), &dir));
+            match written {
+                Ok(()) => {
+                    let _ = writeln!(err, "wrote the man pages to {}", dir.display());
+                    0
+                }
+                Err(error) => {
+                    let _ = writeln!(
+                        err,
+                        "error: cannot write the man pages to {}: {error}",
+                        dir.display()
+                    );
+                    1
+                }
+            }
+        }
+        Command::Man { dir: None } => {
             use clap::CommandFactory;
             let mut page = Vec::new();
-            match clap_mangen::Man::new(Cli::command()).render(&mut page) {
+            // As `man DIR` writes them: no page for `help`, so none named.
+            let command = Cli::command().disable_help_subcommand(true);
+            match clap_mangen::Man::new(command).render(&mut page) {
                 Ok(()) => {
                     let _ = out.write_all(&page);
                     0
