@@ -563,6 +563,13 @@ fn eval_dir_checks_the_function_input_and_output_are_krm() {
 /// container engine `name` that logs its arguments and echoes its input
 /// (a function that changes nothing).
 fn container_scratch(engine: &str) -> (tempfile::TempDir, PathBuf) {
+    // kpt's check that the engine answers is not logged: `calls` holds the
+    // runs.
+    container_scratch_with(engine, "[ \"$1\" = version ] && echo 24.0.7 && exit 0\n")
+}
+
+/// [`container_scratch`] with `prelude` at the top of the fake engine.
+fn container_scratch_with(engine: &str, prelude: &str) -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let temp = tempfile::tempdir().unwrap();
     let pkg = temp.path().join("pkg");
@@ -578,7 +585,7 @@ fn container_scratch(engine: &str) -> (tempfile::TempDir, PathBuf) {
     std::fs::write(
         &fake,
         format!(
-            "#!/bin/sh\necho \"$*\" >> {}\nexec cat\n",
+            "#!/bin/sh\n{prelude}echo \"$*\" >> {}\nexec cat\n",
             temp.path().join("calls").display()
         ),
     )
@@ -779,6 +786,54 @@ fn kpt_fn_runtime_picks_the_engine() {
     );
 }
 
+/// A docker client whose daemon does not answer: the step fails with
+/// kpt's text (`Error: exit status 1`, then kpt's advice), exit 1, and the
+/// engine is never asked to run anything.
+#[test]
+fn a_docker_without_a_daemon_fails_as_kpt_says() {
+    let (temp, bin) = container_scratch_with(
+        "docker",
+        "[ \"$1\" = version ] && echo 28.2.2 && echo 'Cannot connect to the Docker daemon' >&2 && exit 1\n",
+    );
+    std::fs::write(
+        temp.path().join("pkg/Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n    - image: example.com/fn:v1\n",
+    )
+    .unwrap();
+    let output = krender_command()
+        .current_dir(temp.path())
+        .args(["fn", "render", "pkg", "--no-cache"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    let stderr = crate::support::normalize_durations(&String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.ends_with(
+            "[FAIL] \"example.com/fn:v1\" in 0s\nError: exit status 1\n\
+             docker must be running to use this command\n\
+             To install docker, follow the instructions at https://docs.docker.com/get-docker/.\n \n"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        !temp.path().join("calls").exists(),
+        "the engine was asked to run"
+    );
+    // `fn ls` says so too.
+    let output = krender_command()
+        .current_dir(temp.path())
+        .args(["fn", "ls", "pkg"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("which does not answer (docker must be running to use this command)"),
+        "{stdout}"
+    );
+}
+
 /// `fn render --allow-network` gives container functions the host network,
 /// as kpt does; without it they get none.
 #[test]
@@ -806,5 +861,44 @@ fn render_allow_network_reaches_the_engine() {
         let calls = std::fs::read_to_string(temp.path().join("calls")).unwrap();
         let last = calls.lines().last().unwrap();
         assert!(last.contains(&format!("--network {network} ")), "{last}");
+    }
+}
+
+/// An exec function whose program does not start fails as kpt's runner
+/// says: `unexpected function error:` and Go's error (a bare name is looked
+/// up on PATH, a path is started as it is).
+#[test]
+fn a_missing_exec_program_is_kpts_unexpected_function_error() {
+    for (exec, error) in [
+        (
+            "./no-such-fn",
+            "fork/exec ./no-such-fn: no such file or directory",
+        ),
+        (
+            "no-such-fn-anywhere",
+            "exec: \"no-such-fn-anywhere\": executable file not found in $PATH",
+        ),
+    ] {
+        let temp = tempfile::tempdir().unwrap();
+        let pkg = temp.path().join("pkg");
+        std::fs::create_dir(&pkg).unwrap();
+        std::fs::write(
+            pkg.join("Kptfile"),
+            format!(
+                "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n    - exec: {exec}\n"
+            ),
+        )
+        .unwrap();
+        let output = krender_command()
+            .current_dir(temp.path())
+            .args(["fn", "render", "pkg", "--allow-exec"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.ends_with(&format!("Error: unexpected function error: {error} \n")),
+            "{stderr}"
+        );
     }
 }

@@ -756,8 +756,9 @@ fn a_failing_catalog_step_ends_with_how_to_run_it_otherwise() {
         "ghcr.io/kptdev/krm-functions-catalog/render-helm-chart:latest",
         "        prepend: dev-\n",
     );
+    // kpt's check that docker answers, before the step runs anything.
     assert!(
-        stderr.contains("Cannot connect to the Docker daemon"),
+        stderr.contains("Error: exit status 125\ndocker must be running to use this command\n"),
         "{stderr}"
     );
     assert!(

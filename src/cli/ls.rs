@@ -46,6 +46,7 @@ pub(super) fn run(args: &LsArgs, out: &mut dyn Write, err: &mut dyn Write) -> i3
         .clone()
         .unwrap_or_else(|| DEFAULT_IMAGE_PREFIX.to_owned());
     let mut rows = Vec::new();
+    let mut engines = Engines::new();
     let mut code = 0;
     let mut pending = vec![root.clone()];
     while let Some(pkg) = pending.pop() {
@@ -77,6 +78,7 @@ pub(super) fn run(args: &LsArgs, out: &mut dyn Write, err: &mut dyn Write) -> i3
                 &prefix,
                 images.as_ref(),
                 &table,
+                &mut engines,
             ));
         }
         match tree::direct_subpackages(&pkg) {
@@ -92,6 +94,10 @@ pub(super) fn run(args: &LsArgs, out: &mut dyn Write, err: &mut dyn Write) -> i3
     code
 }
 
+/// Whether each container engine answers, asked once per engine (kpt's
+/// check before a render's first container step).
+type Engines = std::collections::HashMap<String, Result<(), String>>;
+
 fn row(
     package: &str,
     kind: &'static str,
@@ -99,6 +105,7 @@ fn row(
     prefix: &str,
     images: &dyn Evaluator,
     table: &FunctionTable,
+    engines: &mut Engines,
 ) -> Row {
     if function.image.is_empty() {
         let pure = table.exec_is_pure(&function.exec);
@@ -131,7 +138,17 @@ fn row(
             },
         ),
         Some(Executor::Container { engine, .. }) => (
-            format!("container via {engine}"),
+            match engines
+                .entry(engine.clone())
+                .or_insert_with(|| crate::runtime::container::check_engine(&engine))
+            {
+                Ok(()) => format!("container via {engine}"),
+                // kpt's advice is the line after the engine's error.
+                Err(error) => format!(
+                    "container via {engine}, which does not answer ({})",
+                    error.lines().nth(1).unwrap_or(error.as_str())
+                ),
+            },
             if table.image_is_pure(&image) {
                 "yes"
             } else {

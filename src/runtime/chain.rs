@@ -10,7 +10,7 @@ use super::builtin::BuiltinEvaluator;
 use super::cancel::Cancel;
 use super::config::{ConfigError, FunctionTable, Route};
 use super::container::{ContainerAccess, ContainerEvaluator, EngineChoice};
-use super::exec::{ExecEvaluator, run_process};
+use super::exec::{ExecEvaluator, run_function};
 use super::{EvalError, Evaluator, Executor, FunctionRequest, FunctionResponse, FunctionTarget};
 
 /// The function table's file when none is named: `render.toml` in the
@@ -71,6 +71,8 @@ pub struct ImageEvaluator {
     cancel: Cancel,
     access: ContainerAccess,
     runtime: EngineChoice,
+    /// Whether the container engine answers, asked once for every step.
+    engine_ready: std::sync::Arc<std::sync::OnceLock<Result<(), String>>>,
 }
 
 impl ImageEvaluator {
@@ -85,6 +87,7 @@ impl ImageEvaluator {
             cancel: options.cancel.clone(),
             access: options.access.clone(),
             runtime: options.runtime.clone(),
+            engine_ready: Default::default(),
         }
     }
 
@@ -95,6 +98,7 @@ impl ImageEvaluator {
             cancel: self.cancel.clone(),
             access: self.access.clone(),
             runtime: self.runtime.clone(),
+            ready: self.engine_ready.clone(),
         }
     }
 }
@@ -123,7 +127,7 @@ impl Evaluator for ImageEvaluator {
                 Box::new(self.container(None)),
             ])
             .evaluate(&request),
-            Route::Executable(path) => run_process(
+            Route::Executable(path) => run_function(
                 &path.to_string_lossy(),
                 &[],
                 request.input,

@@ -26,6 +26,9 @@ pub struct ContainerEvaluator {
     pub access: ContainerAccess,
     /// Which engine `KPT_FN_RUNTIME` asks for (used when `engine` is unset).
     pub runtime: EngineChoice,
+    /// Whether the engine answers, asked once (as kpt asks once per render)
+    /// and shared by the evaluator's clones.
+    pub ready: std::sync::Arc<std::sync::OnceLock<Result<(), String>>>,
 }
 
 /// The container engine to run, as kpt's `KPT_FN_RUNTIME` names it.
@@ -88,7 +91,8 @@ impl ContainerEvaluator {
                 "no container engine (docker or podman) found on PATH to run {image}"
             )),
             EngineChoice::Named(name) => EvalError::NotFound(format!(
-                "exec: \"{name}\": executable file not found in $PATH\n{name} must be installed."
+                "exec: \"{name}\": executable file not found in $PATH\n{}",
+                install_hint(name)
             )),
             EngineChoice::Unsupported(value) => EvalError::ExecutionFailed(format!(
                 "unsupported runtime: {} the runtime must be either docker or podman",
@@ -144,6 +148,102 @@ impl ContainerEvaluator {
     }
 }
 
+/// kpt's advice when the engine `name` does not answer (`fnruntime`'s
+/// `dockerCmdAvailable`, `podmanCmdAvailable`, `nerdctlCmdAvailable`).
+fn install_hint(name: &str) -> String {
+    match name {
+        "docker" => "docker must be running to use this command\nTo install docker, follow the \
+                     instructions at https://docs.docker.com/get-docker/.\n"
+            .to_owned(),
+        "podman" => "podman must be installed.\nTo install podman, follow the instructions at \
+                     https://podman.io/getting-started/installation.\n"
+            .to_owned(),
+        _ => format!(
+            "{name} must be installed.\nTo install {name}, follow the instructions at \
+             https://github.com/containerd/nerdctl#install.\n"
+        ),
+    }
+}
+
+/// kpt's oldest supported docker client.
+const MIN_DOCKER: (u64, u64, u64) = (20, 10, 0);
+
+/// Asks the engine at `program` whether it answers, as kpt does before its
+/// first container step: `docker version --format {{.Client.Version}}`
+/// (which fails when no daemon answers) and a supported client, or
+/// `podman version` / `nerdctl version`. The error is kpt's text: Go's
+/// error of the command, then the advice.
+pub fn check_engine(program: &str) -> Result<(), String> {
+    let name = std::path::Path::new(program)
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let docker = name == "docker";
+    if !docker && name != "podman" && name != "nerdctl" {
+        // An engine of another name: kpt knows no check for it.
+        return Ok(());
+    }
+    let args: Vec<String> = if docker {
+        vec![
+            "version".into(),
+            "--format".into(),
+            "{{.Client.Version}}".into(),
+        ]
+    } else {
+        vec!["version".into()]
+    };
+    let timeout = std::time::Duration::from_secs(5);
+    let failed = |error: String| Err(format!("{error}\n{}", install_hint(&name)));
+    match run_process(program, &args, b"", timeout, &Cancel::default()) {
+        Err(EvalError::TimedOut(_)) => failed("signal: killed".to_owned()),
+        Err(error) => failed(error.to_string()),
+        Ok(response) if response.exit_code != 0 => {
+            failed(format!("exit status {}", response.exit_code))
+        }
+        Ok(response) if docker => {
+            let version = String::from_utf8_lossy(&response.stdout)
+                .trim_end_matches('\n')
+                .to_owned();
+            if version.is_empty() {
+                return failed("<nil>".to_owned());
+            }
+            docker_version_supported(&version)
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// kpt's `isSupportedDockerVersion`: a semver client version, at least
+/// [`MIN_DOCKER`].
+fn docker_version_supported(version: &str) -> Result<(), String> {
+    let wanted = format!(
+        "docker client version must be v{}.{}.{} or greater",
+        MIN_DOCKER.0, MIN_DOCKER.1, MIN_DOCKER.2
+    );
+    let core = version.split(['-', '+']).next().unwrap_or_default();
+    // Semver numbers: digits, without a leading zero.
+    let number = |part: &str| {
+        (part == "0" || !part.starts_with('0'))
+            .then(|| part.parse::<u64>().ok())
+            .flatten()
+    };
+    let parts: Vec<Option<u64>> = core.split('.').map(number).collect();
+    let (Some(major), minor, patch) = (
+        parts.first().copied().flatten(),
+        parts.get(1).copied().flatten(),
+        parts.get(2).copied().flatten(),
+    ) else {
+        return Err(format!("{wanted}: found invalid version v{version}"));
+    };
+    if parts.len() > 3 || parts.iter().any(Option::is_none) {
+        return Err(format!("{wanted}: found invalid version v{version}"));
+    }
+    if (major, minor.unwrap_or(0), patch.unwrap_or(0)) < MIN_DOCKER {
+        return Err(format!("{wanted}: found v{version}"));
+    }
+    Ok(())
+}
+
 /// A name no other container has: krender's, this process's, and a
 /// counter.
 fn container_name() -> String {
@@ -165,8 +265,11 @@ impl Evaluator for ContainerEvaluator {
             return Err(self.no_engine(image));
         };
         let program = engine.to_string_lossy().into_owned();
+        if let Err(error) = self.ready.get_or_init(|| check_engine(&program)) {
+            return Err(EvalError::ExecutionFailed(error.clone()));
+        }
         let name = container_name();
-        let result = run_process(
+        let result = super::exec::run_function(
             &program,
             &self.arguments(image, &name),
             request.input,
@@ -231,7 +334,7 @@ mod tests {
         std::fs::write(
             &engine,
             format!(
-                "#!/bin/sh\necho \"$*\" >> {}\n[ \"$1\" = run ] && exec sleep 30\nexit 0\n",
+                "#!/bin/sh\necho \"$*\" >> {}\n[ \"$1\" = run ] && exec sleep 30\n[ \"$1\" = version ] && echo 24.0.7\nexit 0\n",
                 log.display()
             ),
         )
@@ -254,7 +357,10 @@ mod tests {
         ));
         let calls = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<&str> = calls.lines().collect();
-        assert_eq!(lines.len(), 2, "{calls}");
+        assert_eq!(lines.len(), 3, "{calls}");
+        // kpt's check that the engine answers, before the first run.
+        assert_eq!(lines[0], "version --format {{.Client.Version}}");
+        let lines = &lines[1..];
         let name = lines[0]
             .split(' ')
             .skip_while(|arg| *arg != "--name")
@@ -281,5 +387,61 @@ mod tests {
             missing.evaluate(&request),
             Err(EvalError::ExecutionFailed(_))
         ));
+    }
+
+    /// A docker client whose daemon does not answer: kpt's text, and the
+    /// engine is asked once for every step of the evaluator.
+    #[test]
+    fn an_engine_that_does_not_answer_fails_with_kpts_text() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("calls");
+        let engine = dir.path().join("docker");
+        std::fs::write(
+            &engine,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> {}\necho 28.2.2\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let evaluator = ContainerEvaluator {
+            engine: Some(engine),
+            ..ContainerEvaluator::default()
+        };
+        let request = FunctionRequest {
+            target: FunctionTarget::Image("img:1"),
+            input: b"",
+            timeout: std::time::Duration::from_secs(5),
+        };
+        let expected = EvalError::ExecutionFailed(
+            "exit status 1\ndocker must be running to use this command\nTo install docker, follow \
+             the instructions at https://docs.docker.com/get-docker/.\n"
+                .to_owned(),
+        );
+        assert_eq!(evaluator.evaluate(&request), Err(expected.clone()));
+        assert_eq!(evaluator.clone().evaluate(&request), Err(expected));
+        let calls = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(calls, "version --format {{.Client.Version}}\n");
+    }
+
+    #[test]
+    fn docker_versions_are_checked_as_kpt_checks_them() {
+        assert_eq!(docker_version_supported("28.2.2"), Ok(()));
+        assert_eq!(docker_version_supported("20.10.0"), Ok(()));
+        assert_eq!(
+            docker_version_supported("19.3.8"),
+            Err("docker client version must be v20.10.0 or greater: found v19.3.8".to_owned())
+        );
+        // Not semver (a leading zero): kpt says so.
+        assert_eq!(
+            docker_version_supported("19.03.8"),
+            Err(
+                "docker client version must be v20.10.0 or greater: found invalid version v19.03.8"
+                    .to_owned()
+            )
+        );
+        assert!(docker_version_supported("banana").is_err());
     }
 }

@@ -82,7 +82,7 @@ impl Evaluator for ExecEvaluator {
             .table
             .exec_timeout_override(command)
             .unwrap_or(request.timeout);
-        run_process(&program, &args, request.input, timeout, &self.cancel)
+        run_function(&program, &args, request.input, timeout, &self.cancel)
     }
 
     fn executor(&self, target: FunctionTarget<'_>) -> Option<Executor> {
@@ -92,6 +92,35 @@ impl Evaluator for ExecEvaluator {
         let words = split_command(command).ok()?;
         Some(Executor::Executable(words.first()?.clone()))
     }
+}
+
+/// [`run_process`] for a function's process: what cannot start fails as
+/// kpt's function runners say (`unexpected function error:` and Go's error).
+pub fn run_function(
+    program: &str,
+    args: &[String],
+    input: &[u8],
+    timeout: Duration,
+    cancel: &Cancel,
+) -> Result<FunctionResponse, EvalError> {
+    run_process(program, args, input, timeout, cancel).map_err(|error| match error {
+        EvalError::ExecutionFailed(text) => {
+            EvalError::ExecutionFailed(format!("unexpected function error: {text}"))
+        }
+        other => other,
+    })
+}
+
+/// Go's `exec.Cmd` error for a program that does not start: a bare name not
+/// on `PATH` fails its look-up, a path fails in fork/exec.
+fn go_start_error(program: &str, error: &std::io::Error) -> String {
+    if !program.contains('/') && error.kind() == std::io::ErrorKind::NotFound {
+        return format!(
+            "exec: {}: executable file not found in $PATH",
+            super::builtin::sdk::go_quote(program)
+        );
+    }
+    format!("fork/exec {program}: {}", go_io_text(error))
 }
 
 /// Runs `program args...` with `input` on stdin, reading stdout and stderr
@@ -116,9 +145,7 @@ pub fn run_process(
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|error| {
-            EvalError::ExecutionFailed(format!("fork/exec {program}: {}", go_io_text(&error)))
-        })?;
+        .map_err(|error| EvalError::ExecutionFailed(go_start_error(program, &error)))?;
     let group = cancel.register(i32::try_from(child.id()).unwrap_or(0));
     tracing::debug!(target: "krender::step", program, pid = child.id(), "started");
 
