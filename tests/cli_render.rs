@@ -1107,3 +1107,55 @@ fn format_builtin_sorts_containers_and_quotes_by_schema() {
     assert_eq!(run.file("resources.yaml"), expected);
     run.unchanged_except(&["resources.yaml", "Kptfile"]);
 }
+
+/// kpt's attribution on a render: a Config Connector resource's
+/// `cnrm.cloud.google.com/blueprint` gets the `fn` group joined to its
+/// `krm-` part (`krm-pkg` becomes `krm-pkg-fn`), or a `krm-fn` part.
+#[test]
+fn attribution_joins_the_fn_group_as_kpt_does() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n",
+    )
+    .unwrap();
+    let resource = |name: &str, value: &str| {
+        format!(
+            "apiVersion: compute.cnrm.cloud.google.com/v1beta1\nkind: ComputeNetwork\nmetadata:\n  name: {name}\n  annotations:\n    cnrm.cloud.google.com/blueprint: {value}\n"
+        )
+    };
+    std::fs::write(pkg.join("a.yaml"), resource("a", "'krm-pkg'")).unwrap();
+    std::fs::write(pkg.join("b.yaml"), resource("b", "cnrm/landing-zone:v1")).unwrap();
+    // Unchanged, but written single-quoted as kyaml's SetAnnotation writes it.
+    std::fs::write(pkg.join("c.yaml"), resource("c", "krm-fn")).unwrap();
+    let output = crate::support::krender_command()
+        .args(["fn", "render"])
+        .arg(&pkg)
+        .env_remove("KRM_DISABLE_ATTRIBUTION")
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let read = |file: &str| std::fs::read_to_string(pkg.join(file)).unwrap();
+    assert!(
+        read("a.yaml").contains("cnrm.cloud.google.com/blueprint: 'krm-pkg-fn'"),
+        "{}",
+        read("a.yaml")
+    );
+    assert!(
+        read("b.yaml").contains("cnrm.cloud.google.com/blueprint: 'cnrm/landing-zone:v1,krm-fn'"),
+        "{}",
+        read("b.yaml")
+    );
+    assert!(
+        read("c.yaml").contains("cnrm.cloud.google.com/blueprint: 'krm-fn'"),
+        "{}",
+        read("c.yaml")
+    );
+}

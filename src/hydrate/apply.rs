@@ -416,50 +416,57 @@ pub(crate) fn source_resources(root: &Path) -> Result<Vec<crate::yaml::Node>, St
     Ok(resources)
 }
 
-/// kpt's attribution: Config Connector resources get `krm-fn` recorded in
+/// kpt's attribution: Config Connector resources get the `fn` group recorded in
 /// `cnrm.cloud.google.com/blueprint`, single-quoted as kyaml's
 /// `SetAnnotation` writes every value (Porch's `simple-render` case).
 fn add_attribution(resources: &mut [crate::yaml::Node]) {
     for node in resources.iter_mut() {
         if let Some(value) = attribution(node) {
-            resource::set_annotation(node, CNRM_ANNOTATION, &value, Style::SINGLE_QUOTED);
+            resource::replace_annotation(node, CNRM_ANNOTATION, &value, Style::SINGLE_QUOTED);
         }
     }
 }
 
-/// The attribution annotation's new value for `node`, when it changes.
+/// The attribution annotation's value for `node`, when it is a Config
+/// Connector resource with metadata (kpt sets it, single-quoted, even
+/// when the value stays as it was).
 fn attribution(node: &crate::yaml::Node) -> Option<String> {
     if !resource::api_version(node).is_some_and(|v| v.contains(".cnrm.")) {
         return None;
     }
+    let metadata = node.root().get("metadata")?;
+    if metadata.content.is_empty() {
+        return None;
+    }
     let current = resource::annotation(node, CNRM_ANNOTATION).unwrap_or("");
-    let updated = record_attribution(current, "krm-fn");
-    (updated != current).then_some(updated)
+    Some(record_action(current, "fn"))
 }
 
-fn record_attribution(current: &str, group: &str) -> String {
+/// kpt's `recordAction` (`internal/util/attribution`): the command group
+/// joins the annotation's `krm-...` part (`krm-pkg` with `fn` is
+/// `krm-pkg-fn`), or a `krm-<group>` part is added. The groups are kept in
+/// kpt's order, and kpt's quirk is kept too: the parts it rebuilds share
+/// one list, so a second `krm` part repeats the first one's groups.
+fn record_action(current: &str, group: &str) -> String {
     if current.is_empty() {
-        return group.to_owned();
+        return format!("krm-{group}");
     }
-    let parts: Vec<&str> = current.split(',').collect();
-    if parts
-        .iter()
-        .any(|part| part.trim() == group || part.trim().starts_with("kpt-fn"))
-    {
-        return current.to_owned();
+    if !current.contains("krm-") {
+        return format!("{current},krm-{group}");
     }
-    format!("{current},{group}")
-}
-
-/// Writes the files of `resources` under `root` as one atomic commit,
-/// skipping files whose bytes are unchanged (`fn sink`).
-pub(crate) fn write_package(
-    root: &Path,
-    resources: &[crate::yaml::Node],
-    durability: commit::Durability,
-) -> Result<(), String> {
-    crate::pkg::writer::write_package(root, resources, &[], durability)
-        .map_err(|error| error.to_string())
+    let mut parts: Vec<String> = current.split(',').map(str::to_owned).collect();
+    let mut krm = vec!["krm"];
+    for part in &mut parts {
+        if part.contains("krm") {
+            for known in ["pkg", "fn", "live"] {
+                if part.contains(known) || group == known {
+                    krm.push(known);
+                }
+            }
+            *part = krm.join("-");
+        }
+    }
+    parts.join(",")
 }
 
 /// `-o DIR`: the directory appears complete or not at all.
@@ -568,4 +575,55 @@ fn error_summary(mutation_steps: &[StepRecord], validation_steps: &[StepRecord])
         }
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod attribution_tests {
+    use super::record_action;
+
+    /// kpt's attribution test cases, with its `krm` prefix.
+    #[test]
+    fn groups_are_recorded_as_kpt_records_them() {
+        for (current, group, expected) in [
+            ("", "fn", "krm-fn"),
+            ("krm-pkg", "fn", "krm-pkg-fn"),
+            ("krm-pkg-fn", "live", "krm-pkg-fn-live"),
+            ("krm-pkg-fn-live", "fn", "krm-pkg-fn-live"),
+            ("krm-fn", "fn", "krm-fn"),
+            (
+                "cnrm/landing-zone:networking/v0.4.0",
+                "fn",
+                "cnrm/landing-zone:networking/v0.4.0,krm-fn",
+            ),
+            (
+                "cnrm/landing-zone:networking/v0.4.0,krm-fn",
+                "pkg",
+                "cnrm/landing-zone:networking/v0.4.0,krm-pkg-fn",
+            ),
+            (
+                "cnrm/landing-zone:networking/v0.4.0,krm-fn,blueprints_controller",
+                "pkg",
+                "cnrm/landing-zone:networking/v0.4.0,krm-pkg-fn,blueprints_controller",
+            ),
+            // The older `kpt-` prefix is not kpt's part any more.
+            ("kpt-pkg", "fn", "kpt-pkg,krm-fn"),
+        ] {
+            assert_eq!(
+                record_action(current, group),
+                expected,
+                "{current} + {group}"
+            );
+        }
+    }
+}
+
+/// Writes the files of `resources` under `root` as one atomic commit,
+/// skipping files whose bytes are unchanged (`fn sink`).
+pub(crate) fn write_package(
+    root: &Path,
+    resources: &[crate::yaml::Node],
+    durability: commit::Durability,
+) -> Result<(), String> {
+    crate::pkg::writer::write_package(root, resources, &[], durability)
+        .map_err(|error| error.to_string())
 }

@@ -118,6 +118,16 @@ pub fn set_annotation(resource: &mut Node, key: &str, value: &str, new_style: St
     set_annotations(resource, &[(key, value)], new_style);
 }
 
+/// Sets annotation `key` to `value` written in `style`, whatever the style
+/// of the value it replaces: kyaml's `SetAnnotation` puts a new
+/// single-quoted node in place of the old one.
+pub fn replace_annotation(resource: &mut Node, key: &str, value: &str, style: Style) {
+    set_annotation(resource, key, value, style);
+    if let Some(node) = annotations_mut(resource).and_then(|annotations| annotations.get_mut(key)) {
+        node.style = style;
+    }
+}
+
 /// [`set_annotation`] for each `(key, value)` in turn, finding (or
 /// creating) the annotations mapping once: a reader sets five or six
 /// annotations on every resource it parses.
