@@ -577,6 +577,17 @@ fn error_summary(mutation_steps: &[StepRecord], validation_steps: &[StepRecord])
     lines.join("\n")
 }
 
+/// Writes the files of `resources` under `root` as one atomic commit,
+/// skipping files whose bytes are unchanged (`fn sink`).
+pub(crate) fn write_package(
+    root: &Path,
+    resources: &[crate::yaml::Node],
+    durability: commit::Durability,
+) -> Result<(), String> {
+    crate::pkg::writer::write_package(root, resources, &[], durability)
+        .map_err(|error| error.to_string())
+}
+
 #[cfg(test)]
 mod attribution_tests {
     use super::record_action;
@@ -615,15 +626,4 @@ mod attribution_tests {
             );
         }
     }
-}
-
-/// Writes the files of `resources` under `root` as one atomic commit,
-/// skipping files whose bytes are unchanged (`fn sink`).
-pub(crate) fn write_package(
-    root: &Path,
-    resources: &[crate::yaml::Node],
-    durability: commit::Durability,
-) -> Result<(), String> {
-    crate::pkg::writer::write_package(root, resources, &[], durability)
-        .map_err(|error| error.to_string())
 }
