@@ -1045,7 +1045,7 @@ fn diagnostics_rich_points_at_the_kptfile_line() {
         .strip_prefix(kpt_text.as_str())
         .unwrap_or_else(|| panic!("{rich}"));
     assert!(
-        snippet.contains(&format!("{}:6:1", pkg.join("Kptfile").display()))
+        snippet.contains(&format!("{}:6:13", pkg.join("Kptfile").display()))
             && snippet.contains("6 │   mutators: \"x\"")
             && snippet.contains("cannot unmarshal !!str `x` into []v1.Function"),
         "{snippet}"
@@ -1054,6 +1054,39 @@ fn diagnostics_rich_points_at_the_kptfile_line() {
         !snippet.contains('\u{1b}'),
         "no colour off a terminal: {snippet:?}"
     );
+}
+
+/// `--diagnostics rich` points at the key of an unknown field (kpt's text
+/// names only the line) and at an apiVersion that is not a Kptfile's.
+#[test]
+fn diagnostics_rich_points_at_the_field_and_the_api_version() {
+    let temp = tempfile::tempdir().unwrap();
+    let pkg = temp.path().join("app");
+    std::fs::create_dir(&pkg).unwrap();
+    let kptfile = pkg.join("Kptfile");
+    for (text, place, marked) in [
+        (
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n    - image: set-namespace:v0.4\n      configPth: x.yaml\n",
+            ":8:7",
+            "field configPth not found in type v1.Function",
+        ),
+        (
+            "apiVersion: kpt.dev/v2\nkind: Kptfile\nmetadata:\n  name: app\n",
+            ":1:13",
+            "not kpt.dev/v1",
+        ),
+    ] {
+        std::fs::write(&kptfile, text).unwrap();
+        let (code, rich) = krender_in(
+            temp.path(),
+            &["--diagnostics", "rich", "fn", "render", "app"],
+        );
+        assert_eq!(code, Some(1), "{rich}");
+        assert!(
+            rich.contains(&format!("{}{place}", kptfile.display())) && rich.contains(marked),
+            "{rich}"
+        );
+    }
 }
 
 /// A tag whose behaviour the builtin does not follow (set-namespace v0.3

@@ -194,6 +194,9 @@ impl FieldMap {
 pub(crate) struct UnmarshalErrors {
     /// `line N: ...` entries in the order found.
     pub(crate) errors: Vec<String>,
+    /// The 1-based column of the node the first entry is about (0 when
+    /// unknown): go-yaml's text names only the line.
+    first_column: u32,
     /// `KnownFields(true)`: unknown fields are errors.
     strict: bool,
 }
@@ -205,6 +208,19 @@ impl UnmarshalErrors {
         let first = self.errors.first()?.strip_prefix("line ")?;
         let (line, problem) = first.split_once(": ")?;
         Some((line.parse().ok()?, problem.to_owned()))
+    }
+
+    /// The column of the node the first entry is about (1 when unknown).
+    pub(crate) fn first_column(&self) -> usize {
+        self.first_column.max(1) as usize
+    }
+
+    /// Records `text` about the node at `column`.
+    fn push(&mut self, column: u32, text: String) {
+        if self.errors.is_empty() {
+            self.first_column = column;
+        }
+        self.errors.push(text);
     }
 }
 
@@ -238,6 +254,7 @@ fn decode_with(
 ) -> Result<StructValue, UnmarshalErrors> {
     let mut errors = UnmarshalErrors {
         errors: Vec::new(),
+        first_column: 0,
         strict,
     };
     let value = decode_struct(node.root(), ty, &mut errors);
@@ -270,10 +287,13 @@ fn type_error(node: &Node, go_type: &str, errors: &mut UnmarshalErrors) {
     } else {
         format!(" `{}`", node.value)
     };
-    errors.errors.push(format!(
-        "line {}: cannot unmarshal {node_tag}{value} into {go_type}",
-        node.line
-    ));
+    errors.push(
+        node.column,
+        format!(
+            "line {}: cannot unmarshal {node_tag}{value} into {go_type}",
+            node.line
+        ),
+    );
 }
 
 fn is_null(node: &Node) -> bool {
@@ -344,10 +364,13 @@ fn decode_value(node: &Node, ty: &'static GoType, errors: &mut UnmarshalErrors) 
             let mut seen: BTreeMap<String, usize> = BTreeMap::new();
             for (key, value) in node.pairs() {
                 if let Some(first_line) = seen.get(key.value.as_str()) {
-                    errors.errors.push(format!(
-                        "line {}: mapping key {:?} already defined at line {first_line}",
-                        key.line, key.value
-                    ));
+                    errors.push(
+                        key.column,
+                        format!(
+                            "line {}: mapping key {:?} already defined at line {first_line}",
+                            key.line, key.value
+                        ),
+                    );
                     continue;
                 }
                 seen.insert(key.value.as_str().to_owned(), key.line as usize);
@@ -426,10 +449,13 @@ fn decode_struct(
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for (key, field_node) in node.pairs() {
         if let Some(first_line) = seen.get(key.value.as_str()) {
-            errors.errors.push(format!(
-                "line {}: mapping key {:?} already defined at line {first_line}",
-                key.line, key.value
-            ));
+            errors.push(
+                key.column,
+                format!(
+                    "line {}: mapping key {:?} already defined at line {first_line}",
+                    key.line, key.value
+                ),
+            );
             continue;
         }
         seen.insert(key.value.as_str().to_owned(), key.line as usize);
@@ -437,10 +463,13 @@ fn decode_struct(
             if !errors.strict {
                 continue;
             }
-            errors.errors.push(format!(
-                "line {}: field {} not found in type {}",
-                key.line, key.value, s.name
-            ));
+            errors.push(
+                key.column,
+                format!(
+                    "line {}: field {} not found in type {}",
+                    key.line, key.value, s.name
+                ),
+            );
             continue;
         };
         let Some(decoded) = field_decode(s, &chain, field_node, errors) else {

@@ -299,6 +299,8 @@ pub enum KptfileError {
         /// The group, version and kind found, as Kubernetes prints them
         /// (`kpt.dev/v1, Kind=ConfigMap`).
         gvk: String,
+        /// The `apiVersion` (or `kind`) that is not a Kptfile's.
+        location: Option<SourceLocation>,
     },
     /// A rule of kpt's Kptfile validation failed.
     #[error("{}", validation_text(.field, .value.as_deref(), .reason))]
@@ -493,7 +495,8 @@ impl KptfileError {
     /// Where in the Kptfile the error is, when it points at a place.
     pub fn location(&self) -> Option<SourceLocation> {
         match self {
-            KptfileError::Unreadable { location, .. } => location.clone(),
+            KptfileError::Unreadable { location, .. }
+            | KptfileError::UnknownType { location, .. } => location.clone(),
             _ => None,
         }
     }
@@ -566,9 +569,24 @@ impl Kptfile {
                     version: version.to_owned(),
                 });
             }
+            // Point at what is not a Kptfile's: the apiVersion, else the
+            // kind, else the document.
+            let (field, problem) = if group != "kpt.dev" || version != "v1" {
+                ("apiVersion", "not kpt.dev/v1")
+            } else {
+                ("kind", "not Kptfile")
+            };
+            let node = root.get(field).unwrap_or(root);
+            let location = (node.line > 0).then(|| SourceLocation {
+                path: dir.join(KPTFILE_NAME),
+                line: node.line as usize,
+                column: (node.column as usize).max(1),
+                problem: problem.to_owned(),
+            });
             return Err(KptfileError::UnknownType {
                 dir: dir.to_path_buf(),
                 gvk: format!("{group}/{version}, Kind={kind}"),
+                location,
             });
         }
         let value =
@@ -578,7 +596,7 @@ impl Kptfile {
                 location: errors.first_line().map(|(line, problem)| SourceLocation {
                     path: dir.join(KPTFILE_NAME),
                     line,
-                    column: 1,
+                    column: errors.first_column(),
                     problem,
                 }),
             })?;
