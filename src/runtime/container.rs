@@ -322,24 +322,28 @@ mod tests {
         assert_eq!(args.last().map(String::as_str), Some("img:1"));
     }
 
+    /// A `docker` script in `dir` that appends its arguments to the log it
+    /// returns, then runs `body`.
+    fn fake_docker(dir: &std::path::Path, body: &str) -> (PathBuf, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let log = dir.join("calls");
+        let engine = dir.join("docker");
+        let script = format!("#!/bin/sh\necho \"$*\" >> {}\n{body}", log.display());
+        std::fs::write(&engine, script).unwrap();
+        std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (engine, log)
+    }
+
     /// A fake engine that records its arguments and, for `run`, hangs: at
     /// the deadline the client is killed and the container is stopped by
     /// the name it was given.
     #[test]
     fn a_timed_out_container_is_killed_by_name() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("calls");
-        let engine = dir.path().join("docker");
-        std::fs::write(
-            &engine,
-            format!(
-                "#!/bin/sh\necho \"$*\" >> {}\n[ \"$1\" = run ] && exec sleep 30\n[ \"$1\" = version ] && echo 24.0.7\nexit 0\n",
-                log.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (engine, log) = fake_docker(
+            dir.path(),
+            "[ \"$1\" = run ] && exec sleep 30\n[ \"$1\" = version ] && echo 24.0.7\nexit 0\n",
+        );
         let evaluator = ContainerEvaluator {
             pull_policy: None,
             engine: Some(engine),
@@ -393,19 +397,11 @@ mod tests {
     /// engine is asked once for every step of the evaluator.
     #[test]
     fn an_engine_that_does_not_answer_fails_with_kpts_text() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("calls");
-        let engine = dir.path().join("docker");
-        std::fs::write(
-            &engine,
-            format!(
-                "#!/bin/sh\necho \"$*\" >> {}\necho 28.2.2\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n",
-                log.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&engine, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (engine, log) = fake_docker(
+            dir.path(),
+            "echo 28.2.2\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n",
+        );
         let evaluator = ContainerEvaluator {
             engine: Some(engine),
             ..ContainerEvaluator::default()
