@@ -1,12 +1,14 @@
-//! The shared kpt conformance cases (`../shared/conformance/kpt-fn-render`)
-//! and kpt's recorded `fn source | fn sink` output, one test per case and
-//! check: `kpt::<check>::<case>`.
+//! The shared kpt conformance cases (`../shared/conformance/kpt-fn-render`,
+//! each also scored by the shared runner: `kpt::render::<case>`) and kpt's
+//! recorded `fn source | fn sink` output, one test per case and check:
+//! `kpt::<check>::<case>`.
 
 use std::path::Path;
 
 use libtest_mimic::Trial;
 
 mod incremental;
+mod render;
 mod session;
 mod source_sink;
 mod warm_cold;
@@ -17,6 +19,7 @@ pub(crate) fn trials() -> Vec<Trial> {
     trials.extend(incremental::trials());
     trials.extend(session::trials());
     trials.extend(source_sink::trials());
+    trials.extend(render::trials());
     trials
 }
 

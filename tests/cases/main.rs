@@ -25,9 +25,28 @@ fn main() {
     trials.extend(builtins::trials());
     trials.extend(deckhand::trials());
     trials.extend(kpt::trials());
-    trials.extend(native::trials());
+    trials.extend(native::trials(&arguments));
     trials.extend(yaml::trials());
     libtest_mimic::run(&arguments, trials).exit();
+}
+
+/// Whether the command line can select a trial named `prefix` + a name
+/// without `::` (libtest's filter is a substring, or the whole name with
+/// `--exact`): suites whose listing is costly are not built for a run that
+/// cannot select them (nextest runs each test as `--exact NAME`).
+pub(crate) fn may_select(arguments: &Arguments, prefix: &str) -> bool {
+    let Some(filter) = arguments.filter.as_deref() else {
+        return true;
+    };
+    if arguments.exact {
+        return filter.starts_with(prefix) && !filter[prefix.len()..].contains("::");
+    }
+    // A name's `::` all stand in the prefix: whatever the filter has up to
+    // its last `::` must end the prefix.
+    match filter.rfind("::") {
+        Some(end) => prefix.ends_with(&filter[..end + 2]),
+        None => true,
+    }
 }
 
 /// A case's outcome: `Err` holds what differs, readable on its own.

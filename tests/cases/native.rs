@@ -50,9 +50,21 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every trial of this module.
-pub(crate) fn trials() -> Vec<Trial> {
-    let mut trials = package_trials();
+/// Every trial of this module (the packages only when the command line
+/// can select one: reading 700 packages takes a second).
+pub(crate) fn trials(arguments: &libtest_mimic::Arguments) -> Vec<Trial> {
+    let one = arguments
+        .filter
+        .as_deref()
+        .filter(|_| arguments.exact)
+        .and_then(|name| name.strip_prefix("native::package::"))
+        .filter(|rel| *rel != "coverage");
+    let mut trials = match one {
+        // nextest's `--exact NAME`: that package alone.
+        Some(rel) => one_package_trial(rel),
+        None if crate::may_select(arguments, "native::package::") => package_trials(),
+        None => Vec::new(),
+    };
     trials.extend(fixture_trials());
     trials.extend(verify_trials());
     trials
@@ -105,6 +117,26 @@ fn package_trials() -> Vec<Trial> {
         },
     ));
     trials
+}
+
+/// The trial of the package at `rel` (under the repository, or next to
+/// the shared `conformance` directory), when it reads and holds resources.
+fn one_package_trial(rel: &str) -> Vec<Trial> {
+    let base = if rel.starts_with("fixtures/") {
+        repo()
+    } else {
+        crate::support::shared_root()
+    };
+    let dir = base.join(rel);
+    let options = ReadOptions {
+        package_path: Some(dir.display().to_string()),
+    };
+    match read_package(&dir, &options) {
+        Ok(read) if !read.resources.is_empty() => {
+            package_trials_under(&base, vec![(dir, read.resources)])
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// The package comparisons prove little unless most packages take the
