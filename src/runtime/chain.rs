@@ -71,8 +71,9 @@ pub struct ImageEvaluator {
     cancel: Cancel,
     access: ContainerAccess,
     runtime: EngineChoice,
-    /// Whether the container engine answers, asked once for every step.
-    engine_ready: std::sync::Arc<std::sync::OnceLock<Result<(), String>>>,
+    /// Set once the container engine has answered (asked before the first
+    /// container step).
+    engine_ready: std::sync::Arc<std::sync::OnceLock<()>>,
 }
 
 impl ImageEvaluator {

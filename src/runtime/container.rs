@@ -26,9 +26,10 @@ pub struct ContainerEvaluator {
     pub access: ContainerAccess,
     /// Which engine `KPT_FN_RUNTIME` asks for (used when `engine` is unset).
     pub runtime: EngineChoice,
-    /// Whether the engine answers, asked once (as kpt asks once per render)
-    /// and shared by the evaluator's clones.
-    pub ready: std::sync::Arc<std::sync::OnceLock<Result<(), String>>>,
+    /// Set once the engine has answered (kpt asks once per render), shared
+    /// by the evaluator's clones. A failure is not kept: a watch session
+    /// asks again once the daemon may have started.
+    pub ready: std::sync::Arc<std::sync::OnceLock<()>>,
 }
 
 /// The container engine to run, as kpt's `KPT_FN_RUNTIME` names it.
@@ -265,8 +266,9 @@ impl Evaluator for ContainerEvaluator {
             return Err(self.no_engine(image));
         };
         let program = engine.to_string_lossy().into_owned();
-        if let Err(error) = self.ready.get_or_init(|| check_engine(&program)) {
-            return Err(EvalError::ExecutionFailed(error.clone()));
+        if self.ready.get().is_none() {
+            check_engine(&program).map_err(EvalError::ExecutionFailed)?;
+            let _ = self.ready.set(());
         }
         let name = container_name();
         let result = super::exec::run_function(
@@ -393,8 +395,8 @@ mod tests {
         ));
     }
 
-    /// A docker client whose daemon does not answer: kpt's text, and the
-    /// engine is asked once for every step of the evaluator.
+    /// A docker client whose daemon does not answer: kpt's text, each time
+    /// a step asks (a daemon may start in the meantime).
     #[test]
     fn an_engine_that_does_not_answer_fails_with_kpts_text() {
         let dir = tempfile::tempdir().unwrap();
@@ -419,7 +421,7 @@ mod tests {
         assert_eq!(evaluator.evaluate(&request), Err(expected.clone()));
         assert_eq!(evaluator.clone().evaluate(&request), Err(expected));
         let calls = std::fs::read_to_string(&log).unwrap();
-        assert_eq!(calls, "version --format {{.Client.Version}}\n");
+        assert_eq!(calls, "version --format {{.Client.Version}}\n".repeat(2));
     }
 
     #[test]
