@@ -48,7 +48,6 @@ pub struct Cli {
 
 /// Top-level commands.
 // Parsed once per process: the variants' size difference costs nothing.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Functions: render, eval, source, sink.
@@ -114,7 +113,6 @@ pub struct WatchArgs {
 }
 
 /// `krender fn ...`
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum FnCommand {
     /// Render a package in place: run the pipelines of every Kptfile.

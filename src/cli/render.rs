@@ -653,7 +653,6 @@ impl RenderStats {
 }
 
 /// The render itself, between the lock and the summary.
-#[allow(clippy::too_many_arguments)]
 fn render_and_apply(
     args: &RenderArgs,
     trace: Option<PathBuf>,

@@ -886,7 +886,6 @@ fn decode_chained(bytes: &[u8]) -> Option<Vec<Chained>> {
 
 /// Runs `pkg`'s pipeline over nodes as well and says how it differs from
 /// `run`, its run over items (`KRENDER_NATIVE=verify`).
-#[allow(clippy::too_many_arguments)]
 fn verify_items(
     context: &RenderContext,
     plan: &Plan,

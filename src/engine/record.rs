@@ -102,7 +102,6 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// A record whose output digest is computed from `output`.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         output: Arc<[Item]>,
         log: Vec<u8>,

@@ -167,7 +167,6 @@ impl Snapshots {
 /// the reader annotations). `run` receives the stdin bytes.
 // The error carries kpt's message parts by value; it is built at most once
 // per step, so its size does not matter.
-#[allow(clippy::result_large_err)]
 pub fn run_function<E: std::fmt::Display>(
     resources: &[Node],
     call: FunctionCall<'_>,
@@ -178,7 +177,6 @@ pub fn run_function<E: std::fmt::Display>(
 
 /// [`run_function`] on resources the caller gives up (no copy is made:
 /// renders hand each step's whole resource list through here).
-#[allow(clippy::result_large_err)]
 pub fn run_function_owned<E: std::fmt::Display>(
     resources: Vec<Node>,
     call: FunctionCall<'_>,
@@ -253,7 +251,6 @@ impl Prepared {
     /// Steps 4–6 on the items and results read back from the function, or
     /// handed back by a native builtin ([`run_native`]); `restore` says how
     /// comments and key order come back from the inputs.
-    #[allow(clippy::result_large_err)]
     fn complete<E: std::fmt::Display>(
         self,
         mut resources: Vec<Node>,
