@@ -264,23 +264,7 @@ fn session_edit(root: &Path, packages: usize) -> (Duration, Duration, usize, Str
     use krender::engine::db::RenderContext;
     use krender::engine::session::RenderSession;
     use krender::hydrate::{self, Output, RenderOptions};
-    use krender::runtime::chain::{ChainOptions, image_evaluator};
-    use std::sync::Arc;
-    let context = RenderContext {
-        root: root.to_path_buf(),
-        options: RenderOptions {
-            ..RenderOptions::default()
-        },
-        save_on_failure: false,
-        image: Arc::from(image_evaluator(&ChainOptions::default())),
-        exec: Arc::new(krender::runtime::exec::ExecEvaluator::default()),
-        actions: None,
-        policy: None,
-        build: String::new(),
-        store: Arc::new(krender::engine::store::Store::in_memory()),
-        remember_impure: false,
-        runs: Default::default(),
-    };
+    let context = RenderContext::uncached(root, RenderOptions::default());
     // `RUST_LOG=krender=info` times the session's phases, as the CLI does.
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG") {
         let _ = tracing_subscriber::fmt()

@@ -8,14 +8,12 @@ use std::io::Write;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use krender::engine::db::RenderContext;
 use krender::hydrate::RenderOptions;
 use krender::layering::value::{Key, Map};
 use krender::layering::{LayeringSession, Value, render_paths};
-use krender::runtime::chain::{ChainOptions, image_evaluator};
-use krender::runtime::exec::ExecEvaluator;
 
 /// Every file under `dir`, keyed by its `/`-separated path relative to
 /// `dir`.
@@ -485,21 +483,7 @@ pub(crate) fn krender_sink(list: &[u8], out: &Path) -> Result<(), String> {
 /// The render engine's context for an in-process render of `root`: builtin
 /// and exec evaluators, no action cache, an in-memory store.
 pub(crate) fn render_context(root: &Path) -> RenderContext {
-    RenderContext {
-        root: root.to_path_buf(),
-        options: RenderOptions {
-            ..RenderOptions::default()
-        },
-        save_on_failure: false,
-        image: Arc::from(image_evaluator(&ChainOptions::default())),
-        exec: Arc::new(ExecEvaluator::default()),
-        actions: None,
-        policy: None,
-        build: String::new(),
-        store: Arc::new(krender::engine::store::Store::in_memory()),
-        remember_impure: false,
-        runs: Default::default(),
-    }
+    RenderContext::uncached(root, RenderOptions::default())
 }
 
 /// Renders through `session` and compares the bytes (or the error) with a

@@ -57,6 +57,29 @@ pub struct RenderContext {
     pub runs: std::sync::Mutex<Known>,
 }
 
+impl RenderContext {
+    /// A context for rendering `root` under `options` with the default
+    /// evaluators (catalog builtins, then containers; executables), no
+    /// action cache and an in-memory store: what an embedded render
+    /// (`rpkg`'s, a test's, a bench's) needs.
+    pub fn uncached(root: &std::path::Path, options: RenderOptions) -> RenderContext {
+        use crate::runtime::chain::{ChainOptions, image_evaluator};
+        RenderContext {
+            root: root.to_path_buf(),
+            options,
+            save_on_failure: false,
+            image: Arc::from(image_evaluator(&ChainOptions::default())),
+            exec: Arc::new(crate::runtime::exec::ExecEvaluator::default()),
+            actions: None,
+            policy: None,
+            build: String::new(),
+            store: Arc::new(super::store::Store::in_memory()),
+            remember_impure: false,
+            runs: Default::default(),
+        }
+    }
+}
+
 /// The database trait the queries take.
 #[salsa::db]
 pub trait Db: salsa::Database {

@@ -1277,21 +1277,10 @@ pub fn render_in_place(dir: &Path, options: &crate::hydrate::RenderOptions) -> R
     use crate::engine::db::RenderContext;
     use crate::hydrate::{self, Output};
     use crate::pkg::kptfile::SAVE_ON_RENDER_FAILURE_ANNOTATION;
-    use crate::runtime::chain::{ChainOptions, image_evaluator};
-    use crate::runtime::exec::ExecEvaluator;
     let kptfile = hydrate::load_root(dir).map_err(|error| error.to_string())?;
     let context = RenderContext {
-        root: dir.to_path_buf(),
-        options: options.clone(),
         save_on_failure: kptfile.annotation_is_true(SAVE_ON_RENDER_FAILURE_ANNOTATION),
-        image: std::sync::Arc::from(image_evaluator(&ChainOptions::default())),
-        exec: std::sync::Arc::new(ExecEvaluator::default()),
-        actions: None,
-        policy: None,
-        build: String::new(),
-        store: std::sync::Arc::new(crate::engine::store::Store::in_memory()),
-        remember_impure: false,
-        runs: Default::default(),
+        ..RenderContext::uncached(dir, options.clone())
     };
     let mut log = Vec::new();
     let (outcome, _) =
